@@ -28,6 +28,9 @@ std::vector<TensorSpec> trace_schema(const BertConfig& c, int64_t T) {
     s.push_back({p + "attention.output", {A::token, A::feature}, {T, D}});
     s.push_back({p + "value_norm", {A::head, A::token}, {H, T}});
     s.push_back({p + "transformed_norm", {A::head, A::token}, {H, T}});
+    s.push_back({p + "lens.value_norm", {A::head, A::query, A::key}, {H, T, T}});
+    s.push_back({p + "lens.transformed_norm", {A::head, A::query, A::key}, {H, T, T}});
+    s.push_back({p + "lens.summed_transformed_norm", {A::query, A::key}, {T, T}});
     s.push_back({p + "intermediate", {A::token, A::feature}, {T, I}});
     s.push_back({p + "output", {A::token, A::feature}, {T, D}});
   }

@@ -130,10 +130,20 @@ Trace Oracle::forward(const Encoding& enc) const {
     trace.add(p + "attention.output", to_trace(attention));
 
     // Kobayashi et al. 2020: f(x) = v W_O[h], the head's slice of the output dense weight, no b_O.
-    trace.add(p + "value_norm", to_trace(torch::linalg::vector_norm(v, 2, {-1}, false, {})));
+    const auto value_norm = torch::linalg::vector_norm(v, 2, {-1}, false, {});  // [H, T]
+    trace.add(p + "value_norm", to_trace(value_norm));
     const auto wo_heads = L.wo.view({D, H, Dh}).permute({1, 2, 0});  // [H, Dh, D]
     const auto fx = torch::bmm(v, wo_heads);                        // [H, T, D]
-    trace.add(p + "transformed_norm", to_trace(torch::linalg::vector_norm(fx, 2, {-1}, false, {})));
+    const auto transformed_norm = torch::linalg::vector_norm(fx, 2, {-1}, false, {});  // [H, T]
+    trace.add(p + "transformed_norm", to_trace(transformed_norm));
+    trace.add(p + "lens.value_norm", to_trace(probs.squeeze(0) * value_norm.unsqueeze(1)));
+    trace.add(p + "lens.transformed_norm", to_trace(probs.squeeze(0) * transformed_norm.unsqueeze(1)));
+    // ||sum_h alpha_h[i, j] f_h(x_j)|| one query row at a time: the full [T, T, D] would not fit at T = 512.
+    std::vector<torch::Tensor> summed;
+    for (int64_t i = 0; i < T; ++i)
+      summed.push_back(torch::linalg::vector_norm(torch::einsum("hj,hjd->jd", {probs[0].select(1, i), fx}),
+                                                  2, {-1}, false, {}));
+    trace.add(p + "lens.summed_transformed_norm", to_trace(torch::stack(summed)));
 
     const auto inter = m.activation(F::linear(attention, L.wi, L.bi));
     trace.add(p + "intermediate", to_trace(inter));

@@ -77,7 +77,8 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
   rec("embeddings.output", {t, d}, x.data());
 
   std::vector<float> q(T * D), k(T * D), v(T * D), heads(H * T * Dh), scores(H * T * T),
-      context(T * D), attention(T * D), inter(T * I), out(T * D), fx(D), norms(H * T);
+      context(T * D), attention(T * D), inter(T * I), out(T * D), fx(H * T * D), value_norm(H * T),
+      transformed_norm(H * T), lens(H * T * T);
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
@@ -98,30 +99,13 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
       rec(p + "attention." + name, {h, t, dh}, heads.data());
     }
 
-    for (size_t hh = 0; hh < H; ++hh)
-      for (size_t a = 0; a < T; ++a)
-        for (size_t b = 0; b < T; ++b) {
-          const float* qa = q.data() + a * D + hh * Dh;
-          const float* kb = k.data() + b * D + hh * Dh;
-          float dot = 0;
-          for (size_t e = 0; e < Dh; ++e) dot += qa[e] * kb[e];
-          scores[(hh * T + a) * T + b] = dot * scale;
-        }
+    attention_scores(q.data(), k.data(), T, H, Dh, scale, scores.data());
     rec(p + "attention.scores", {h, t, t}, scores.data());
     softmax_rows(scores.data(), H * T, T);
     const std::vector<float>& probs = scores;
     rec(p + "attention.probs", {h, t, t}, probs.data());
 
-    std::fill(context.begin(), context.end(), 0.0f);
-    for (size_t hh = 0; hh < H; ++hh)
-      for (size_t a = 0; a < T; ++a) {
-        float* ca = context.data() + a * D + hh * Dh;
-        for (size_t b = 0; b < T; ++b) {
-          const float pab = probs[(hh * T + a) * T + b];
-          const float* vb = v.data() + b * D + hh * Dh;
-          for (size_t e = 0; e < Dh; ++e) ca[e] += pab * vb[e];
-        }
-      }
+    attend(probs.data(), v.data(), T, H, Dh, context.data());
     rec(p + "attention.context", {t, d}, context.data());
 
     linear(context.data(), T, D, L.attention_out_wt.data(), w.attention_out_b.values.data(), D,
@@ -132,17 +116,25 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
     rec(p + "attention.output", {t, d}, attention.data());
 
     // Kobayashi et al. 2020: ||v|| and ||f(x)|| with f(x) = v W_O[h] (the head's rows of the
-    // transposed output weight), b_O excluded.
-    for (size_t hh = 0; hh < H; ++hh)
-      for (size_t tok = 0; tok < T; ++tok) norms[hh * T + tok] = l2_norm(v.data() + tok * D + hh * Dh, Dh);
-    rec(p + "value_norm", {h, t}, norms.data());
+    // transposed output weight), b_O excluded; then the lenses weight attention by them.
     for (size_t hh = 0; hh < H; ++hh)
       for (size_t tok = 0; tok < T; ++tok) {
-        linear(v.data() + tok * D + hh * Dh, 1, Dh, L.attention_out_wt.data() + hh * Dh * D,
-               nullptr, D, fx.data());
-        norms[hh * T + tok] = l2_norm(fx.data(), D);
+        const float* vh = v.data() + tok * D + hh * Dh;
+        float* f = fx.data() + (hh * T + tok) * D;
+        linear(vh, 1, Dh, L.attention_out_wt.data() + hh * Dh * D, nullptr, D, f);
+        value_norm[hh * T + tok] = l2_norm(vh, Dh);
+        transformed_norm[hh * T + tok] = l2_norm(f, D);
       }
-    rec(p + "transformed_norm", {h, t}, norms.data());
+    rec(p + "value_norm", {h, t}, value_norm.data());
+    rec(p + "transformed_norm", {h, t}, transformed_norm.data());
+    weight_by_key(probs.data(), value_norm.data(), H, T, lens.data());
+    rec(p + "lens.value_norm", {h, t, t}, lens.data());
+    weight_by_key(probs.data(), transformed_norm.data(), H, T, lens.data());
+    rec(p + "lens.transformed_norm", {h, t, t}, lens.data());
+    if (record) {
+      summed_transformed_norm(probs.data(), fx.data(), H, T, D, lens.data());
+      rec(p + "lens.summed_transformed_norm", {t, t}, lens.data());
+    }
 
     linear(attention.data(), T, D, L.intermediate_wt.data(), w.intermediate_b.values.data(), I,
            inter.data());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace lenscheck::runtime {
 
@@ -17,6 +18,56 @@ void linear(const float* x, size_t rows, size_t in, const float* wt, const float
       for (size_t o = 0; o < out; ++o) yr[o] += xi * wi[o];
     }
   }
+}
+
+void attention_scores(const float* q, const float* k, size_t T, size_t H, size_t Dh, float scale,
+                      float* scores) {
+  const size_t D = H * Dh;
+  for (size_t h = 0; h < H; ++h)
+    for (size_t a = 0; a < T; ++a)
+      for (size_t b = 0; b < T; ++b) {
+        const float* qa = q + a * D + h * Dh;
+        const float* kb = k + b * D + h * Dh;
+        float dot = 0;
+        for (size_t e = 0; e < Dh; ++e) dot += qa[e] * kb[e];
+        scores[(h * T + a) * T + b] = dot * scale;
+      }
+}
+
+void attend(const float* probs, const float* v, size_t T, size_t H, size_t Dh, float* context) {
+  const size_t D = H * Dh;
+  std::fill(context, context + T * D, 0.0f);
+  for (size_t h = 0; h < H; ++h)
+    for (size_t a = 0; a < T; ++a) {
+      float* ca = context + a * D + h * Dh;
+      for (size_t b = 0; b < T; ++b) {
+        const float pab = probs[(h * T + a) * T + b];
+        const float* vb = v + b * D + h * Dh;
+        for (size_t e = 0; e < Dh; ++e) ca[e] += pab * vb[e];
+      }
+    }
+}
+
+void weight_by_key(const float* probs, const float* key_weight, size_t H, size_t T, float* out) {
+  for (size_t h = 0; h < H; ++h)
+    for (size_t a = 0; a < T; ++a)
+      for (size_t b = 0; b < T; ++b)
+        out[(h * T + a) * T + b] = probs[(h * T + a) * T + b] * key_weight[h * T + b];
+}
+
+void summed_transformed_norm(const float* probs, const float* fx, size_t H, size_t T, size_t D,
+                             float* out) {
+  std::vector<float> sum(D);
+  for (size_t a = 0; a < T; ++a)
+    for (size_t b = 0; b < T; ++b) {
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      for (size_t h = 0; h < H; ++h) {
+        const float p = probs[(h * T + a) * T + b];
+        const float* f = fx + (h * T + b) * D;
+        for (size_t e = 0; e < D; ++e) sum[e] += p * f[e];
+      }
+      out[a * T + b] = l2_norm(sum.data(), D);
+    }
 }
 
 void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const float* beta, float eps) {

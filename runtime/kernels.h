@@ -8,6 +8,17 @@ namespace lenscheck::runtime {
 // y[r, o] = b[o] + sum_i x[r, i] * wt[i, o], with wt the transposed [in, out] weight; b may be null.
 void linear(const float* x, size_t rows, size_t in, const float* wt, const float* b, size_t out,
             float* y);
+// Per head h of the [T, H*Dh] activations: scores[h, a, b] = scale * q[a, h] . k[b, h].
+void attention_scores(const float* q, const float* k, size_t T, size_t H, size_t Dh, float scale,
+                      float* scores);
+// context[a, h] = sum_b probs[h, a, b] * v[b, h], over [T, H*Dh] activations.
+void attend(const float* probs, const float* v, size_t T, size_t H, size_t Dh, float* context);
+// out[h, a, b] = probs[h, a, b] * key_weight[h, b]: the one lens computation (runtime/lens.h).
+void weight_by_key(const float* probs, const float* key_weight, size_t H, size_t T, float* out);
+// out[a, b] = || sum_h probs[h, a, b] * fx[h, b] ||, with fx the [H, T, D] transformed values:
+// Kobayashi et al.'s head-summed norm.
+void summed_transformed_norm(const float* probs, const float* fx, size_t H, size_t T, size_t D,
+                             float* out);
 // In place over each row of `dim` values; statistics accumulate in double.
 void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const float* beta, float eps);
 // In place, max-subtracted, over each row of `cols` values.
