@@ -1,0 +1,138 @@
+#include "runtime/rows.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace lenscheck {
+
+double WordRow::total() const {
+  double s = cls + sep;
+  for (double c : content) s += c;
+  return s;
+}
+
+std::optional<double> WordRow::sink_share() const {
+  const double t = total();
+  if (!(t > 0)) return std::nullopt;
+  return (cls + sep) / t;
+}
+
+std::optional<std::vector<double>> WordRow::displayed() const {
+  double sum = 0;
+  for (double c : content) sum += c;
+  if (!(sum > 0)) return std::nullopt;
+  std::vector<double> d(content.size());
+  for (size_t i = 0; i < d.size(); ++i) d[i] = content[i] / sum;
+  return d;
+}
+
+int WordRow::top_target() const {
+  int best = -1;
+  for (int w = 0; w < static_cast<int>(content.size()); ++w)
+    if (w != word && (best < 0 || content[size_t(w)] > content[size_t(best)])) best = w;
+  return best;
+}
+
+double WordRow::top_share() const {
+  const int t = top_target();
+  const double tot = total();
+  return t < 0 || !(tot > 0) ? 0.0 : content[size_t(t)] / tot;
+}
+
+std::string HeadRule::label() const {
+  switch (kind) {
+    case Kind::max_content_peak: return "max_content_peak";
+    case Kind::min_sink: return "min_sink";
+    case Kind::fixed: return "fixed: " + fixed.label();
+  }
+  return "?";
+}
+
+HeadRule HeadRule::parse(const std::string& text) {
+  HeadRule r;
+  if (text == "max_content_peak") return r;
+  if (text == "min_sink") {
+    r.kind = Kind::min_sink;
+    return r;
+  }
+  int layer = -1, head = -1;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "fixed: %d.%d%c", &layer, &head, &tail) == 2 && layer >= 0 && head >= 0) {
+    r.kind = Kind::fixed;
+    r.fixed = {layer, head};
+    return r;
+  }
+  throw std::invalid_argument("unknown head rule \"" + text +
+                              "\" (known: max_content_peak, min_sink, \"fixed: L.H\")");
+}
+
+WordLayout WordLayout::of(const Trace& trace) {
+  const size_t T = trace.tokens.size();
+  if (T < 2 || trace.word_ids.size() != T || trace.word_ids.front() != -1 || trace.word_ids.back() != -1)
+    throw std::invalid_argument("a trace for word rows needs word ids with [CLS] first and [SEP] last");
+  WordLayout l;
+  l.sep = T - 1;
+  for (size_t t = 1; t + 1 < T; ++t) {
+    const int w = trace.word_ids[t];
+    if (w < 0 || static_cast<size_t>(w) > l.words.size() || (static_cast<size_t>(w) < l.words.size() &&
+                                                              static_cast<size_t>(w) + 1 != l.words.size()))
+      throw std::invalid_argument("word ids must count up from 0 in token order");
+    if (static_cast<size_t>(w) == l.words.size()) l.words.emplace_back();
+    l.words[size_t(w)].push_back(t);
+  }
+  return l;
+}
+
+WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int word) {
+  const size_t T = static_cast<size_t>(w.shape.at(1));
+  const double* base = w.values.data() + static_cast<size_t>(head.head) * T * T;
+  const std::vector<size_t>& queries = layout.words.at(static_cast<size_t>(word));
+  // Mean of the word's subword rows, column by column, in token order.
+  std::vector<double> row(T, 0.0);
+  for (size_t q : queries)
+    for (size_t k = 0; k < T; ++k) row[k] += base[q * T + k];
+  for (double& x : row) x /= static_cast<double>(queries.size());
+
+  WordRow r;
+  r.word = word;
+  r.head = head;
+  r.cls = row[layout.cls];
+  r.sep = row[layout.sep];
+  r.content.assign(layout.words.size(), 0.0);
+  for (size_t target = 0; target < layout.words.size(); ++target)
+    for (size_t k : layout.words[target]) r.content[target] += row[k];
+  return r;
+}
+
+WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, int word,
+                       const HeadRule& rule, int layers, int heads) {
+  auto row_at = [&](HeadRef h) {
+    const Tensor* w = trace.find(lens_tensor(lens, h.layer));
+    if (!w) throw std::invalid_argument("trace lacks " + lens_tensor(lens, h.layer));
+    return word_row(layout, *w, h, word);
+  };
+  if (rule.kind == HeadRule::Kind::fixed) {
+    if (rule.fixed.layer >= layers || rule.fixed.head >= heads)
+      throw std::invalid_argument("head rule " + rule.label() + " names a head the model lacks");
+    return row_at(rule.fixed);
+  }
+  std::optional<WordRow> best;
+  double best_score = 0;
+  for (int l = 0; l < layers; ++l) {
+    const Tensor* w = trace.find(lens_tensor(lens, l));
+    if (!w) throw std::invalid_argument("trace lacks " + lens_tensor(lens, l));
+    for (int h = 0; h < heads; ++h) {
+      WordRow r = word_row(layout, *w, {l, h}, word);
+      // A row with no weight has no sink share; min_sink ranks it last.
+      const double score = rule.kind == HeadRule::Kind::max_content_peak ? r.top_share()
+                                                                         : -r.sink_share().value_or(2.0);
+      if (!best || score > best_score) {
+        best_score = score;
+        best = std::move(r);
+      }
+    }
+  }
+  return *best;
+}
+
+}  // namespace lenscheck

@@ -1,0 +1,63 @@
+#pragma once
+// Rows as the instrument shows them: one row per word (not per subword), for the head it opens.
+// A word's row is the mean of its subword rows; a target word's weight is the sum of its subword
+// columns (Clark et al. 2019). [CLS] and [SEP] are the sink.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/trace.h"
+#include "runtime/lens.h"
+
+namespace lenscheck {
+
+struct HeadRef {
+  int layer = 0;
+  int head = 0;
+  bool operator==(const HeadRef&) const = default;
+  std::string label() const { return std::to_string(layer) + "." + std::to_string(head); }
+};
+
+struct WordRow {
+  int word = 0;                 // query word, an index into the sentence's words
+  HeadRef head;
+  double cls = 0, sep = 0;      // aggregated weight on [CLS] and on [SEP]
+  std::vector<double> content;  // aggregated weight on each word (the query word itself included)
+
+  double total() const;                     // cls + sep + sum(content)
+  // (cls + sep) / total; empty when the row carries no weight at all (e.g. every ‖v‖ = 0).
+  std::optional<double> sink_share() const;
+  // Weights over content words renormalised to sum to 1; empty when no content weight.
+  std::optional<std::vector<double>> displayed() const;
+  // The content word (other than the query word itself, when there is another) with the largest
+  // share of the row; -1 when the sentence has a single word.
+  int top_target() const;
+  double top_share() const;  // that word's weight / total (0 when undefined)
+};
+
+// How the instrument picks a row's head out of all layers x heads.
+struct HeadRule {
+  enum class Kind { max_content_peak, min_sink, fixed };
+  Kind kind = Kind::max_content_peak;
+  HeadRef fixed;  // for Kind::fixed
+  std::string label() const;  // "max_content_peak", "min_sink", "fixed: 2.1"
+  static HeadRule parse(const std::string& text);  // the labels above; throws std::invalid_argument
+};
+
+// Token positions grouped by word, from the trace's word ids; [CLS] first and [SEP] last.
+struct WordLayout {
+  std::vector<std::vector<size_t>> words;  // token positions of each word
+  size_t cls = 0, sep = 0;
+  static WordLayout of(const Trace& trace);
+};
+
+// The row of `word` under one head of a lens weight tensor [H, T, T].
+WordRow word_row(const WordLayout& layout, const Tensor& lens_weights, HeadRef head, int word);
+
+// The row the instrument shows: the head chosen by `rule` among every layer x head of the trace.
+// max_content_peak: largest top_share(); min_sink: smallest sink share. Ties go to the lowest
+// layer, then the lowest head, so selection is deterministic.
+WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, int word,
+                       const HeadRule& rule, int layers, int heads);
+
+}  // namespace lenscheck
