@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/planted.h"
 #include "harness/verify_report.h"
 #include "model/safetensors.h"
 
@@ -68,8 +69,10 @@ BertWeights seeded_weights(const BertConfig& config, uint64_t seed) {
 void make_fixture(const FixtureOptions& o) {
   const std::vector<std::string> tokens = vocab_from_sentencepiece_marking(o.vocab_json);
   const Vocab vocab = Vocab::from_tokens(tokens, o.vocab_json);  // validates the conversion
-  const BertConfig config = fixture_config(o.tiny, static_cast<int>(vocab.size()));
-  BertWeights weights = seeded_weights(config, o.seed);
+  const int vocab_size = static_cast<int>(vocab.size());
+  const BertConfig config = o.planted_sink ? planted_config(vocab_size) : fixture_config(o.tiny, vocab_size);
+  BertWeights weights = o.planted_sink ? PlantedSink(config, o.seed).weights(vocab.cls_id(), vocab.sep_id())
+                                       : seeded_weights(config, o.seed);
 
   const std::string prefix = o.prefixed ? "bert." : "";
   const DType dtype = o.float64 ? DType::F64 : DType::F32;
@@ -90,7 +93,9 @@ void make_fixture(const FixtureOptions& o) {
   }
   std::filesystem::create_directories(o.out);
   write_safetensors(o.out / "model.safetensors", out,
-                    {{"format", "pt"}, {"generator", fmt::format("lenscheck make-fixture --seed {}", o.seed)}});
+                    {{"format", "pt"},
+                     {"generator", fmt::format("lenscheck make-fixture --seed {}{}", o.seed,
+                                               o.planted_sink ? " --planted-sink" : "")}});
   write_text_file(o.out / "config.json", config_to_json(config));
   write_vocab(o.out / "vocab.txt", tokens);
 }

@@ -15,6 +15,7 @@ struct FixtureOptions {
   bool tiny = false;      // 2 layers, hidden 32: a second, small checkpoint for loader tests
   bool prefixed = false;  // BertForMaskedLM naming: "bert." prefix, plus pooler and cls.* heads
   bool float64 = false;   // store weights as F64 instead of F32
+  bool planted_sink = false;  // constructed weights with a known sink (harness/planted.h)
 };
 
 // BERT-mini's shape (4 layers, hidden 256, 4 heads, intermediate 1024) or the tiny one.

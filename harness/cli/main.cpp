@@ -1,10 +1,12 @@
 // lenscheck: verification and mutation-test harness for attention-analysis numerics.
-// Exit codes: 0 pass, 1 the gate failed, 2 bad input (the message names the file and the problem).
+// Exit codes: 0 pass (audit: PROCEED), 1 the gate failed (audit: recorded numbers moved), 2 bad input
+// (the message names the file and the problem), 3 audit verdict ABANDON.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <iostream>
 
+#include "harness/audit_report.h"
 #include "harness/fixture.h"
 #include "harness/verify.h"
 #include "harness/verify_report.h"
@@ -17,7 +19,7 @@ namespace lc = lenscheck;
 
 namespace {
 
-constexpr int kPass = 0, kFail = 1, kBadInput = 2;
+constexpr int kPass = 0, kFail = 1, kBadInput = 2, kAbandon = 3;
 
 void print_summary(const lc::ComparisonSummary& c) {
   fmt::print("{} vs {}: {}\n", c.candidate, c.reference, c.pass() ? "PASS" : "FAIL");
@@ -76,6 +78,12 @@ int main(int argc, char** argv) {
   trace->add_option("--precision", precision, "fp32 or fp64 (oracle only)")->check(CLI::IsMember({"fp32", "fp64"}));
   trace->add_option("--out", out, "output .safetensors")->required();
 
+  std::string plan_file, audit_out;
+  auto* audit = app.add_subcommand("audit", "run a pre-registered study; PROCEED exits 0, ABANDON 3");
+  audit->add_option("--plan", plan_file, "study plan YAML")->required();
+  audit->add_option("--model", model_dir, "checkpoint directory (default: the plan's model)");
+  audit->add_option("--out", audit_out, "report folder (default: reports/<study>)");
+
   lc::FixtureOptions fixture;
   std::string vocab_json;
   auto* make = app.add_subcommand("make-fixture", "write a deterministic BERT checkpoint (HF layout)");
@@ -85,6 +93,8 @@ int main(int argc, char** argv) {
   make->add_flag("--tiny", fixture.tiny, "2 layers, hidden 32 instead of BERT-mini's shape");
   make->add_flag("--prefixed", fixture.prefixed, "BertForMaskedLM names: bert. prefix, pooler, cls heads");
   make->add_flag("--float64", fixture.float64, "store weights as F64");
+  make->add_flag("--planted-sink", fixture.planted_sink,
+                 "constructed weights whose [CLS]/[SEP] sink and value norms are known");
 
   try {
     app.parse(argc, argv);
@@ -119,6 +129,27 @@ int main(int argc, char** argv) {
       lc::save_trace(out, t);
       fmt::print("wrote {} ({}, {} tokens, {} tensors)\n", out, t.producer, t.tokens.size(), t.tensors.size());
       return kPass;
+    }
+    if (*audit) {
+      const lc::StudyPlan plan = lc::load_study_plan(plan_file);
+      const lc::Checkpoint ck = lc::load_checkpoint(model_dir.empty() ? plan.model : std::filesystem::path(model_dir));
+      for (const std::string& n : ck.notes) fmt::print(stderr, "note: {}\n", n);
+      const lc::AuditResult r = lc::run_audit(plan, ck);
+      const std::string dir = audit_out.empty() ? "reports/" + plan.study : audit_out;
+      lc::write_audit_reports(r, dir);
+      for (const lc::CriterionResult& c : r.criteria)
+        fmt::print("criterion {}: measured {:.4g} → {}\n", c.criterion.describe(), c.value,
+                   c.triggered ? "holds" : "does not hold");
+      for (const lc::RecordedCheck& c : r.recorded)
+        if (!c.problem.empty()) fmt::print("recorded number {} {} ({}): {}\n", c.number.sentence, c.number.word,
+                                           lc::lens_name(c.number.lens), c.problem);
+      fmt::print("{}\nwrote {}/audit.md, audit.json, sink-shares.svg\n", lc::audit_conclusion(r), dir);
+      if (!r.recorded_hold()) {
+        fmt::print("audit: recorded numbers moved — no verdict\n");
+        return kFail;
+      }
+      fmt::print("audit: {}\n", r.abandon() ? "ABANDON" : "PROCEED");
+      return r.abandon() ? kAbandon : kPass;
     }
     if (*make) {
       fixture.out = out;

@@ -1,0 +1,84 @@
+#pragma once
+// `lenscheck audit`: the pre-registered study of whether norm-weighted attention removes the
+// [CLS]/[SEP] sink from the rows the instrument shows, with a verdict the plan fixed beforehand.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/sentences.h"
+#include "harness/study_plan.h"
+#include "model/checkpoint.h"
+#include "runtime/rows.h"
+
+namespace lenscheck {
+
+struct AuditRow {
+  std::string sentence;  // id
+  int word = 0;
+  std::vector<std::string> words;  // the sentence's words, for naming targets
+  std::vector<WordRow> by_lens;    // in plan.lenses order
+  const std::string& word_text() const { return words.at(size_t(word)); }
+};
+
+struct LensStats {
+  Lens lens;
+  size_t rows = 0, undefined = 0;  // undefined: rows that carry no weight at all
+  double median = 0, worst = 0;
+  std::string worst_where;         // "sentence-id: word"
+  size_t above_50 = 0, above_90 = 0;
+  size_t worse = 0;                // rows whose sink share rose against the baseline
+  double largest_relative_worsening = 0;
+  std::string largest_worsening_where;
+  size_t kept_head = 0;            // rows that open the same head as under the baseline
+};
+
+// ‖n‖ of [CLS] and of [SEP] over the mean ‖n‖ of the sentence's content tokens, for one head.
+struct NormRatio {
+  std::string sentence;
+  HeadRef head;
+  double cls_value, sep_value, cls_transformed, sep_transformed;
+};
+
+struct RatioSummary {
+  double median = 0;
+  size_t below_one = 0, count = 0;
+};
+
+struct CriterionResult {
+  AbandonCriterion criterion;
+  double value = 0;
+  bool triggered = false;
+};
+
+struct RecordedCheck {
+  RecordedNumber number;
+  std::optional<double> displayed, sink_share, raw_share;  // re-derived
+  std::string head, target;                                // re-derived
+  std::string problem;                                     // empty: within tolerance
+};
+
+struct AuditResult {
+  StudyPlan plan;
+  std::string plan_sha256, model_sha256, sentences_sha256, recorded_sha256, version;
+  std::string model_dir, model_generator;
+  size_t sentences = 0;
+  std::vector<AuditRow> rows;
+  std::vector<LensStats> stats;  // plan.lenses order
+  std::vector<NormRatio> ratios;
+  RatioSummary cls_value, sep_value, cls_transformed, sep_transformed;
+  std::vector<CriterionResult> criteria;
+  std::vector<RecordedCheck> recorded;
+  bool abandon() const;
+  bool recorded_hold() const;
+};
+
+// The value of a criterion's statistic over the result's rows.
+double criterion_value(const AuditResult& result, const AbandonCriterion& criterion);
+
+AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint);
+
+// The verdict logic alone, over rows already computed (tests feed hand-made rows).
+void summarise_audit(AuditResult& result);
+
+}  // namespace lenscheck

@@ -1,0 +1,56 @@
+#pragma once
+// `lenscheck make-fixture --planted-sink`: a BERT whose answer is known. Weights are constructed, not
+// trained, so that every head sends a chosen attention to [CLS]/[SEP] and the special tokens carry a
+// chosen value norm relative to content tokens; planted_answer() derives what each lens must show.
+//
+// The construction: every token's embedding is a ±1 vector balanced in each half of the hidden
+// dimensions (mean 0, variance 1, so LayerNorm leaves it unchanged); [CLS] and [SEP] share
+// s = (+1 … +1, −1 … −1), which every content vector is orthogonal to. Each layer maps its input to
+// itself: the attention and FFN outputs are multiples of the all-ones vector, which the following
+// LayerNorm removes. Per head (layer l, head h) the first three dimensions of the head carry
+//   scores   a_ij = σ·[j special] + γ·(p·x_i/√D)(r·x_j/√D)
+//   values   v_j = ρ·e0 for [CLS]/[SEP],  e1 + μ·(m·x_j/D)·e2 for content tokens
+//   f(x_j)   = (κ·v_j)·1 through W_O, so ‖f(x_j)‖ = √D·|κ·v_j|
+// with p, r, m balanced ±1 vectors of their own. b_O is a multiple of 1 too, and non-zero, so that
+// including it in f(x) would show.
+#include <cstdint>
+#include <vector>
+
+#include "model/checkpoint.h"
+
+namespace lenscheck {
+
+struct PlantedHead {
+  double sink_logit;         // σ: extra score of [CLS] and [SEP]
+  double content_gain;       // γ: how sharply content tokens attend to each other
+  double value_ratio;        // ρ: ‖v‖ of [CLS]/[SEP] over ‖v‖ of a content token with m·x = 0
+  double transformed_ratio;  // the same ratio for ‖f(x)‖
+};
+
+class PlantedSink {
+ public:
+  PlantedSink(const BertConfig& config, uint64_t seed);  // the bundled heads, seeded directions
+
+  const BertConfig& config() const { return config_; }
+  const PlantedHead& head(int layer, int h) const { return heads_[size_t(layer)][size_t(h)]; }
+  BertWeights weights(int cls_id, int sep_id) const;
+
+  // What the lenses must show for one head on `ids`, derived from the construction alone.
+  struct Answer {
+    std::vector<double> attention;         // α [T, T]
+    std::vector<double> value_norm;        // ‖v_j‖ [T]
+    std::vector<double> transformed_norm;  // ‖f(x_j)‖ [T]
+  };
+  Answer answer(const std::vector<int64_t>& ids, int cls_id, int sep_id, int layer, int h) const;
+
+ private:
+  std::vector<int8_t> embedding(int64_t token, int cls_id, int sep_id) const;  // the ±1 vector
+  std::vector<int8_t> direction(int layer, int h, int which) const;            // p, r, m
+  BertConfig config_;
+  uint64_t seed_;
+  std::vector<std::vector<PlantedHead>> heads_;
+};
+
+BertConfig planted_config(int vocab_size);  // BERT-mini's shape
+
+}  // namespace lenscheck

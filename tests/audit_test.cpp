@@ -1,0 +1,238 @@
+// The lenses, word rows, head selection and the audit's verdict: on hand-made traces, and on the
+// planted-sink checkpoint, whose answer is known in closed form.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "harness/audit.h"
+#include "harness/planted.h"
+#include "model/sha256.h"
+#include "runtime/encoder.h"
+#include "tests/test_support.h"
+
+using namespace lenscheck;
+
+namespace {
+
+// [CLS] the scis ##sors [SEP]: three words, the second split in two pieces; one layer, two heads.
+Trace hand_made_trace() {
+  Trace t;
+  t.tokens = {"[CLS]", "the", "scis", "##sors", "cut", "[SEP]"};
+  t.word_ids = {-1, 0, 1, 1, 2, -1};
+  t.input_ids = {101, 1, 2, 3, 4, 102};
+  const size_t T = 6;
+  Tensor probs({2, 6, 6});
+  // Head 0: every row sends 0.5 to [CLS], 0.1 to [SEP], 0.1 to each content token.
+  // Head 1: every row sends 0.05 to each special and 0.9 spread 0.3 / 0.2 / 0.2 / 0.2 over content.
+  const double h0[6] = {0.5, 0.1, 0.1, 0.1, 0.1, 0.1}, h1[6] = {0.05, 0.3, 0.2, 0.2, 0.2, 0.05};
+  for (size_t i = 0; i < T; ++i)
+    for (size_t j = 0; j < T; ++j) {
+      probs.values[i * T + j] = h0[j];
+      probs.values[(T + i) * T + j] = h1[j];
+    }
+  t.add("layer.0.attention.probs", probs);
+  return t;
+}
+
+WordRow row_of(std::vector<double> content, double cls, double sep, HeadRef head = {}) {
+  WordRow r;
+  r.cls = cls;
+  r.sep = sep;
+  r.content = std::move(content);
+  r.head = head;
+  return r;
+}
+
+}  // namespace
+
+TEST(WordRows, AverageSubwordRowsAndSumSubwordColumns) {
+  const Trace t = hand_made_trace();
+  const WordLayout layout = WordLayout::of(t);
+  ASSERT_EQ(layout.words.size(), 3u);
+  EXPECT_EQ(layout.words[1], (std::vector<size_t>{2, 3}));
+  const WordRow r = word_row(layout, *t.find("layer.0.attention.probs"), {0, 1}, 1);
+  EXPECT_DOUBLE_EQ(r.cls, 0.05);
+  EXPECT_DOUBLE_EQ(r.sep, 0.05);
+  EXPECT_DOUBLE_EQ(r.content[0], 0.3);
+  EXPECT_DOUBLE_EQ(r.content[1], 0.4);  // scis + ##sors
+  EXPECT_DOUBLE_EQ(r.content[2], 0.2);
+  EXPECT_NEAR(*r.sink_share(), 0.1, 1e-15);
+  const auto d = *r.displayed();
+  EXPECT_NEAR(d[0] + d[1] + d[2], 1.0, 1e-15);
+  EXPECT_NEAR(d[1], 0.4 / 0.9, 1e-15);
+  // The row's own word is not a target: "the" is the top target of "scis ##sors".
+  EXPECT_EQ(r.top_target(), 0);
+}
+
+TEST(WordRows, SinkShareWithAndWithoutSpecialTokens) {
+  EXPECT_DOUBLE_EQ(*row_of({0.2, 0.2}, 0.5, 0.1).sink_share(), 0.6);
+  EXPECT_DOUBLE_EQ(*row_of({0.7, 0.3}, 0, 0).sink_share(), 0.0);
+  EXPECT_DOUBLE_EQ(*row_of({0, 0}, 0.3, 0.7).sink_share(), 1.0);
+  EXPECT_FALSE(row_of({0, 0}, 0.3, 0.7).displayed().has_value());
+  // A row that carries nothing (every ‖v‖ = 0) has no share at all, not NaN.
+  EXPECT_FALSE(row_of({0, 0}, 0, 0).sink_share().has_value());
+}
+
+TEST(HeadSelection, MaxContentPeakMinSinkAndFixed) {
+  const Trace t = hand_made_trace();
+  const WordLayout layout = WordLayout::of(t);
+  // Word "cut": head 0's best other word holds 0.2 of the row, head 1's 0.4 (scis ##sors).
+  EXPECT_EQ(instrument_row(t, layout, Lens::attention, 2, HeadRule::parse("max_content_peak"), 1, 2).head,
+            (HeadRef{0, 1}));
+  EXPECT_EQ(instrument_row(t, layout, Lens::attention, 2, HeadRule::parse("min_sink"), 1, 2).head, (HeadRef{0, 1}));
+  EXPECT_EQ(instrument_row(t, layout, Lens::attention, 2, HeadRule::parse("fixed: 0.0"), 1, 2).head, (HeadRef{0, 0}));
+  EXPECT_THROW(instrument_row(t, layout, Lens::attention, 2, HeadRule::parse("fixed: 3.0"), 1, 2),
+               std::invalid_argument);
+  EXPECT_THROW(HeadRule::parse("largest"), std::invalid_argument);
+  // Ties go to the lowest layer and head: a trace whose two heads are equal picks head 0.
+  Trace tie = t;
+  Tensor& p = *tie.find("layer.0.attention.probs");
+  std::copy_n(p.values.begin(), 36, p.values.begin() + 36);
+  EXPECT_EQ(instrument_row(tie, layout, Lens::attention, 2, HeadRule{}, 1, 2).head, (HeadRef{0, 0}));
+}
+
+namespace {
+
+AuditResult hand_made_audit(const std::vector<std::pair<double, double>>& attention_vs_value_sink) {
+  AuditResult r;
+  r.plan.lenses = {Lens::attention, Lens::value_norm};
+  r.plan.abandon_if = {{Lens::value_norm, Stat::worst_row_sink_share, {}, 0.5, {}, 1},
+                       {Lens::value_norm, Stat::rows_with_sink_above, 0.5, 0.0, {}, 2}};
+  int w = 0;
+  for (auto [a, v] : attention_vs_value_sink) {
+    AuditRow row{"s", w++, {"a", "b", "c"}, {}};
+    row.by_lens.push_back(row_of({1 - a, 0, 0}, a, 0, {0, 0}));
+    row.by_lens.push_back(row_of({1 - v, 0, 0}, v, 0, {0, a > 0.5 ? 1 : 0}));
+    r.rows.push_back(row);
+  }
+  summarise_audit(r);
+  return r;
+}
+
+}  // namespace
+
+TEST(Verdict, AbandonWhenACriterionHolds) {
+  const AuditResult r = hand_made_audit({{0.9, 0.6}, {0.2, 0.1}, {0.4, 0.45}});
+  EXPECT_TRUE(r.abandon());
+  EXPECT_TRUE(r.criteria[0].triggered);
+  EXPECT_DOUBLE_EQ(r.criteria[0].value, 0.6);
+  EXPECT_DOUBLE_EQ(r.criteria[1].value, 1);
+  const LensStats& v = r.stats[1];
+  EXPECT_DOUBLE_EQ(v.median, 0.45);
+  EXPECT_EQ(v.above_50, 1u);
+  EXPECT_EQ(v.worse, 1u);  // 0.4 → 0.45
+  EXPECT_NEAR(v.largest_relative_worsening, 0.125, 1e-12);
+  EXPECT_EQ(v.kept_head, 2u);  // the first row changed head
+}
+
+TEST(Verdict, ProceedWhenNoCriterionHolds) {
+  const AuditResult r = hand_made_audit({{0.9, 0.4}, {0.2, 0.1}, {0.4, 0.3}});
+  EXPECT_FALSE(r.abandon());
+  EXPECT_DOUBLE_EQ(r.criteria[0].value, 0.4);
+  EXPECT_DOUBLE_EQ(r.criteria[1].value, 0);
+  EXPECT_EQ(r.stats[1].worse, 0u);
+}
+
+namespace {
+
+const Checkpoint& planted() {
+  static const Checkpoint ck = load_checkpoint(test::fixture("planted-sink"));
+  return ck;
+}
+
+}  // namespace
+
+TEST(PlantedSink, EveryHeadShowsTheClosedFormAnswer) {
+  const Checkpoint& ck = planted();
+  const PlantedSink plant(ck.config, 3);
+  const BertTokenizer tokenizer(ck.vocab);
+  const runtime::Encoder encoder(ck.config, ck.weights);
+  for (const char* text : {"The nurse handed the doctor the scissors.", "Doctors heal.",
+                           "Tokenization splits unaffable words into several pieces."}) {
+    const Encoding enc = tokenizer.encode(text, 512);
+    const Trace trace = encoder.forward(enc);
+    const WordLayout layout = WordLayout::of(trace);
+    const size_t T = enc.ids.size();
+    for (int l = 0; l < 4; ++l)
+      for (int h = 0; h < 4; ++h) {
+        const auto answer = plant.answer(enc.ids, ck.vocab.cls_id(), ck.vocab.sep_id(), l, h);
+        const Tensor& probs = *trace.find(lens_tensor(Lens::attention, l));
+        for (size_t k = 0; k < T * T; ++k)
+          ASSERT_NEAR(probs.values[size_t(h) * T * T + k], answer.attention[k], 2e-6) << l << "." << h;
+        for (size_t j = 0; j < T; ++j) {
+          ASSERT_NEAR(trace.find(fmt::format("layer.{}.value_norm", l))->values[size_t(h) * T + j],
+                      answer.value_norm[j], 1e-5);
+          ASSERT_NEAR(trace.find(fmt::format("layer.{}.transformed_norm", l))->values[size_t(h) * T + j],
+                      answer.transformed_norm[j], 1e-5);
+        }
+        // The sink share of every word row, under each lens, from the closed form.
+        for (int w = 0; w < static_cast<int>(layout.words.size()); ++w)
+          for (Lens lens : kLenses) {
+            const WordRow row = instrument_row(trace, layout, lens, w, HeadRule::parse(fmt::format("fixed: {}.{}", l, h)), 4, 4);
+            double sink = 0, total = 0;
+            for (size_t i : layout.words[size_t(w)])
+              for (size_t j = 0; j < T; ++j) {
+                const double n = lens == Lens::attention ? 1.0
+                                 : lens == Lens::value_norm ? answer.value_norm[j] : answer.transformed_norm[j];
+                const double weight = answer.attention[i * T + j] * n;
+                total += weight;
+                if (j == 0 || j == T - 1) sink += weight;
+              }
+            ASSERT_NEAR(*row.sink_share(), sink / total, 1e-5) << text << " " << lens_name(lens) << " " << l << "." << h;
+          }
+      }
+  }
+}
+
+TEST(PlantedSink, SpecialTokensCarryThePlantedValueNormRatio) {
+  const Checkpoint& ck = planted();
+  const PlantedSink plant(ck.config, 3);
+  const Encoding enc = BertTokenizer(ck.vocab).encode("the the", 512);
+  for (int l = 0; l < 4; ++l)
+    for (int h = 0; h < 4; ++h) {
+      const auto a = plant.answer(enc.ids, ck.vocab.cls_id(), ck.vocab.sep_id(), l, h);
+      EXPECT_DOUBLE_EQ(a.value_norm[0], plant.head(l, h).value_ratio);
+      EXPECT_NEAR(a.transformed_norm[0], plant.head(l, h).transformed_ratio, 1e-12);
+    }
+}
+
+TEST(AuditRun, RecordsHashesAndReDerivesTheRecordedNumbers) {
+  const auto plan_file = test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml";
+  StudyPlan plan = load_study_plan(plan_file);
+  const AuditResult r = run_audit(plan, planted());
+  EXPECT_EQ(r.plan_sha256, sha256_file(plan_file));
+  EXPECT_EQ(r.sentences_sha256, sha256_file(test::source_dir() / "fixtures/sentences.yaml"));
+  EXPECT_EQ(r.model_sha256, planted().model_sha256);
+  EXPECT_EQ(r.model_generator, "lenscheck make-fixture --seed 3 --planted-sink");
+  ASSERT_GE(r.recorded.size(), 3u);
+  EXPECT_TRUE(r.recorded_hold()) << r.recorded[0].problem;
+  EXPECT_TRUE(r.abandon());  // the committed baseline's verdict
+
+  // A recorded number that moved fails the re-derivation, naming what moved.
+  const auto dir = test::temp_dir("recorded");
+  test::write_file(dir / "moved.yaml",
+                   "source: test\nnumbers:\n  - {sentence: scissors, word: nurse, lens: attention, target: the,"
+                   " displayed: 0.3300, tolerance: 0.0005}\n");
+  plan.recorded = dir / "moved.yaml";
+  const AuditResult moved = run_audit(plan, planted());
+  EXPECT_FALSE(moved.recorded_hold());
+  EXPECT_NE(moved.recorded[0].problem.find("displayed 0.326"), std::string::npos) << moved.recorded[0].problem;
+}
+
+TEST(AuditRun, CliExitCodesFollowTheVerdict) {
+  const auto dir = test::temp_dir("cli");
+  const std::string plan = (test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml").string();
+  auto r = test::run_cli("audit --plan '" + plan + "' --model '" + test::fixture("planted-sink").string() +
+                         "' --out '" + (dir / "out").string() + "'");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("audit: ABANDON"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/audit.md"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/audit.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/sink-shares.svg"));
+  test::write_file(dir / "bad-plan.yaml", test::read_file(plan) + "abandon_when: []\n");
+  r = test::run_cli("audit --plan '" + (dir / "bad-plan.yaml").string() + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown key \"abandon_when\""), std::string::npos) << r.output;
+}
