@@ -174,7 +174,7 @@ std::vector<RecordedCheck> check_recorded(const AuditResult& r, const RecordedNu
 
 }  // namespace
 
-AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck) {
+AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, RowFault row_fault) {
   AuditResult r;
   r.plan = plan;
   r.version = build_version();
@@ -198,7 +198,7 @@ AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck) {
     for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
       AuditRow row{s.id, w, enc.words, {}};
       for (Lens lens : plan.lenses)
-        row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H));
+        row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H, row_fault));
       r.rows.push_back(std::move(row));
     }
     const size_t T = enc.ids.size();

@@ -76,7 +76,8 @@ struct AuditResult {
 // The value of a criterion's statistic over the result's rows.
 double criterion_value(const AuditResult& result, const AbandonCriterion& criterion);
 
-AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint);
+// `row_fault` is for `lenscheck mutate` only.
+AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint, RowFault row_fault = RowFault::none);
 
 // The verdict logic alone, over rows already computed (tests feed hand-made rows).
 void summarise_audit(AuditResult& result);

@@ -1,5 +1,6 @@
 #include "runtime/encoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -33,10 +34,42 @@ class Recorder {
   bool on_;
 };
 
+// Mutants only: the fault's own arithmetic, kept beside the seam rather than among the kernels.
+void softmax_columns(float* scores, size_t H, size_t T) {
+  for (size_t h = 0; h < H; ++h)
+    for (size_t b = 0; b < T; ++b) {
+      float* s = scores + h * T * T + b;
+      float max = s[0];
+      for (size_t a = 1; a < T; ++a) max = std::max(max, s[a * T]);
+      float sum = 0;
+      for (size_t a = 0; a < T; ++a) sum += (s[a * T] = std::exp(s[a * T] - max));
+      for (size_t a = 0; a < T; ++a) s[a * T] /= sum;
+    }
+}
+
+void normalise_rows(float* x, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) {
+    float sum = 0;
+    for (size_t c = 0; c < cols; ++c) sum += x[r * cols + c];
+    for (size_t c = 0; c < cols; ++c) x[r * cols + c] /= sum;
+  }
+}
+
+void linear_half_accumulate(const float* x, size_t rows, size_t in, const float* wt, const float* b, size_t out,
+                            float* y) {
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t o = 0; o < out; ++o) {
+      _Float16 acc = static_cast<_Float16>(b[o]);
+      for (size_t i = 0; i < in; ++i) acc = static_cast<_Float16>(float(acc) + x[r * in + i] * wt[i * out + o]);
+      y[r * out + o] = float(acc);
+    }
+}
+
 }  // namespace
 
-Encoder::Encoder(const BertConfig& config, const BertWeights& weights)
-    : config_(config), weights_(weights) {
+Encoder::Encoder(const BertConfig& config, const BertWeights& weights, Fault fault)
+    : config_(config), weights_(weights), fault_(fault) {
+  unit_gamma_.values.assign(static_cast<size_t>(config.hidden_size), 1.0f);
   for (const LayerWeights& w : weights.layers)
     layers_.push_back({transposed(w.query_w), transposed(w.key_w), transposed(w.value_w),
                        transposed(w.attention_out_w), transposed(w.intermediate_w),
@@ -50,9 +83,12 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
   const int64_t t = static_cast<int64_t>(T), h = static_cast<int64_t>(H),
                 dh = static_cast<int64_t>(Dh), d = static_cast<int64_t>(D),
                 i_ = static_cast<int64_t>(I);
-  if (T == 0 || T > static_cast<size_t>(config_.max_position_embeddings))
+  const size_t first_position = fault_ == Fault::position_ids_shifted ? 1 : 0;
+  if (T == 0 || T + first_position > static_cast<size_t>(config_.max_position_embeddings))
     throw std::invalid_argument("sequence length outside 1..max_position_embeddings");
-  const float eps = static_cast<float>(config_.layer_norm_eps);
+  const float eps = fault_ == Fault::layer_norm_eps_1e5 ? 1e-5f : static_cast<float>(config_.layer_norm_eps);
+  const Param& ones = unit_gamma_;
+  auto gamma = [&](const Param& g) { return (fault_ == Fault::layer_norm_without_gamma ? ones : g).values.data(); };
 
   Trace trace;
   trace.producer = "runtime fp32";
@@ -64,22 +100,24 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
 
   // Embeddings: word + position + token type 0, then LayerNorm.
   std::vector<float> x(T * D);
-  const float* type0 = weights_.token_type_embeddings.values.data();
+  const std::vector<float> no_type(D, 0.0f);
+  const float* type0 = fault_ == Fault::token_type_dropped ? no_type.data()
+                                                           : weights_.token_type_embeddings.values.data();
   for (size_t tok = 0; tok < T; ++tok) {
     const size_t id = static_cast<size_t>(enc.ids[tok]);
     if (id >= static_cast<size_t>(config_.vocab_size)) throw std::out_of_range("token id");
     const float* word = weights_.word_embeddings.values.data() + id * D;
-    const float* pos = weights_.position_embeddings.values.data() + tok * D;
+    const float* pos = weights_.position_embeddings.values.data() + (tok + first_position) * D;
     for (size_t k = 0; k < D; ++k) x[tok * D + k] = word[k] + pos[k] + type0[k];
   }
-  layer_norm(x.data(), T, D, weights_.embeddings_ln_g.values.data(),
+  layer_norm(x.data(), T, D, gamma(weights_.embeddings_ln_g),
              weights_.embeddings_ln_b.values.data(), eps);
   rec("embeddings.output", {t, d}, x.data());
 
   std::vector<float> q(T * D), k(T * D), v(T * D), heads(H * T * Dh), scores(H * T * T),
       context(T * D), attention(T * D), inter(T * I), out(T * D), fx(H * T * D), value_norm(H * T),
       transformed_norm(H * T), lens(H * T * T);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+  const float scale = fault_ == Fault::drop_score_scale ? 1.0f : 1.0f / std::sqrt(static_cast<float>(Dh));
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     const LayerWeights& w = *L.w;
@@ -88,6 +126,11 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
     linear(x.data(), T, D, L.query_wt.data(), w.query_b.values.data(), D, q.data());
     linear(x.data(), T, D, L.key_wt.data(), w.key_b.values.data(), D, k.data());
     linear(x.data(), T, D, L.value_wt.data(), w.value_b.values.data(), D, v.data());
+    if (fault_ == Fault::key_as_value) v = k;
+    if (fault_ == Fault::head_slice_off_by_one)
+      for (auto* m : {&q, &k, &v})
+        for (size_t tok = 0; tok < T; ++tok)
+          std::rotate(m->begin() + long(tok * D), m->begin() + long(tok * D + 1), m->begin() + long(tok * D + D));
     // [T, H*Dh] -> [H, T, Dh] for the trace: the per-head layout both implementations share.
     for (const auto& [name, src] : {std::pair{"query", &q}, std::pair{"key", &k},
                                     std::pair{"value", &v}}) {
@@ -101,7 +144,14 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
 
     attention_scores(q.data(), k.data(), T, H, Dh, scale, scores.data());
     rec(p + "attention.scores", {h, t, t}, scores.data());
-    softmax_rows(scores.data(), H * T, T);
+    if (fault_ == Fault::softmax_over_queries) {
+      softmax_columns(scores.data(), H, T);
+    } else if (fault_ == Fault::softmax_without_max) {
+      for (float& e : scores) e = std::exp(e);
+      normalise_rows(scores.data(), H * T, T);
+    } else {
+      softmax_rows(scores.data(), H * T, T);
+    }
     const std::vector<float>& probs = scores;
     rec(p + "attention.probs", {h, t, t}, probs.data());
 
@@ -110,20 +160,34 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
 
     linear(context.data(), T, D, L.attention_out_wt.data(), w.attention_out_b.values.data(), D,
            attention.data());
-    for (size_t e = 0; e < T * D; ++e) attention[e] += x[e];
-    layer_norm(attention.data(), T, D, w.attention_ln_g.values.data(),
+    if (!(fault_ == Fault::attention_residual_skipped && l == 1))
+      for (size_t e = 0; e < T * D; ++e) attention[e] += x[e];
+    layer_norm(attention.data(), T, D, gamma(w.attention_ln_g),
                w.attention_ln_b.values.data(), eps);
     rec(p + "attention.output", {t, d}, attention.data());
 
     // Kobayashi et al. 2020: ||v|| and ||f(x)|| with f(x) = v W_O[h] (the head's rows of the
     // transposed output weight), b_O excluded; then the lenses weight attention by them.
+    const float* output_slices = fault_ == Fault::transposed_output_slice ? w.attention_out_w.values.data()
+                                                                            : L.attention_out_wt.data();
+    const float* f_bias = fault_ == Fault::transformed_norm_with_bias ? w.attention_out_b.values.data() : nullptr;
+    std::vector<float> unbiased(Dh);
     for (size_t hh = 0; hh < H; ++hh)
       for (size_t tok = 0; tok < T; ++tok) {
         const float* vh = v.data() + tok * D + hh * Dh;
         float* f = fx.data() + (hh * T + tok) * D;
-        linear(vh, 1, Dh, L.attention_out_wt.data() + hh * Dh * D, nullptr, D, f);
+        linear(vh, 1, Dh, output_slices + hh * Dh * D, f_bias, D, f);
         value_norm[hh * T + tok] = l2_norm(vh, Dh);
         transformed_norm[hh * T + tok] = l2_norm(f, D);
+        switch (fault_) {
+          case Fault::value_norm_without_bias:
+            for (size_t e = 0; e < Dh; ++e) unbiased[e] = vh[e] - w.value_b.values[hh * Dh + e];
+            value_norm[hh * T + tok] = l2_norm(unbiased.data(), Dh);
+            break;
+          case Fault::squared_value_norm: value_norm[hh * T + tok] *= value_norm[hh * T + tok]; break;
+          case Fault::value_norm_over_all_heads: value_norm[hh * T + tok] = l2_norm(v.data() + tok * D, D); break;
+          default: break;
+        }
       }
     rec(p + "value_norm", {h, t}, value_norm.data());
     rec(p + "transformed_norm", {h, t}, transformed_norm.data());
@@ -138,15 +202,18 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
 
     linear(attention.data(), T, D, L.intermediate_wt.data(), w.intermediate_b.values.data(), I,
            inter.data());
-    switch (config_.activation()) {
+    switch (fault_ == Fault::gelu_tanh_approximation ? Activation::gelu_tanh : config_.activation()) {
       case Activation::gelu_erf: gelu_erf(inter.data(), T * I); break;
       case Activation::gelu_tanh: gelu_tanh(inter.data(), T * I); break;
       case Activation::relu: relu(inter.data(), T * I); break;
     }
     rec(p + "intermediate", {t, i_}, inter.data());
-    linear(inter.data(), T, I, L.output_wt.data(), w.output_b.values.data(), D, out.data());
+    if (fault_ == Fault::half_precision_ffn_output)
+      linear_half_accumulate(inter.data(), T, I, L.output_wt.data(), w.output_b.values.data(), D, out.data());
+    else
+      linear(inter.data(), T, I, L.output_wt.data(), w.output_b.values.data(), D, out.data());
     for (size_t e = 0; e < T * D; ++e) out[e] += attention[e];
-    layer_norm(out.data(), T, D, w.output_ln_g.values.data(), w.output_ln_b.values.data(), eps);
+    layer_norm(out.data(), T, D, gamma(w.output_ln_g), w.output_ln_b.values.data(), eps);
     rec(p + "output", {t, d}, out.data());
     x.swap(out);
   }

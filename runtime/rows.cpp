@@ -83,7 +83,7 @@ WordLayout WordLayout::of(const Trace& trace) {
   return l;
 }
 
-WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int word) {
+WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int word, RowFault fault) {
   const size_t T = static_cast<size_t>(w.shape.at(1));
   const double* base = w.values.data() + static_cast<size_t>(head.head) * T * T;
   const std::vector<size_t>& queries = layout.words.at(static_cast<size_t>(word));
@@ -99,17 +99,24 @@ WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int wo
   r.cls = row[layout.cls];
   r.sep = row[layout.sep];
   r.content.assign(layout.words.size(), 0.0);
-  for (size_t target = 0; target < layout.words.size(); ++target)
+  for (size_t target = 0; target < layout.words.size(); ++target) {
     for (size_t k : layout.words[target]) r.content[target] += row[k];
+    if (fault == RowFault::subword_columns_averaged)
+      r.content[target] /= static_cast<double>(layout.words[target].size());
+  }
+  if (fault == RowFault::sep_as_content) {
+    r.content.back() += r.sep;
+    r.sep = 0;
+  }
   return r;
 }
 
 WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, int word,
-                       const HeadRule& rule, int layers, int heads) {
+                       const HeadRule& rule, int layers, int heads, RowFault fault) {
   auto row_at = [&](HeadRef h) {
     const Tensor* w = trace.find(lens_tensor(lens, h.layer));
     if (!w) throw std::invalid_argument("trace lacks " + lens_tensor(lens, h.layer));
-    return word_row(layout, *w, h, word);
+    return word_row(layout, *w, h, word, fault);
   };
   if (rule.kind == HeadRule::Kind::fixed) {
     if (rule.fixed.layer >= layers || rule.fixed.head >= heads)
@@ -122,7 +129,7 @@ WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, 
     const Tensor* w = trace.find(lens_tensor(lens, l));
     if (!w) throw std::invalid_argument("trace lacks " + lens_tensor(lens, l));
     for (int h = 0; h < heads; ++h) {
-      WordRow r = word_row(layout, *w, {l, h}, word);
+      WordRow r = word_row(layout, *w, {l, h}, word, fault);
       // A row with no weight has no sink share; min_sink ranks it last.
       const double score = rule.kind == HeadRule::Kind::max_content_peak ? r.top_share()
                                                                          : -r.sink_share().value_or(2.0);

@@ -51,13 +51,21 @@ struct WordLayout {
   static WordLayout of(const Trace& trace);
 };
 
+// The rows' mutation point (see runtime/faults.h): RowFault::none is the shipped path.
+enum class RowFault {
+  none,
+  sep_as_content,            // [SEP] counted as a content word, not as sink
+  subword_columns_averaged,  // a target word's weight is the mean of its subword columns, not the sum
+};
+
 // The row of `word` under one head of a lens weight tensor [H, T, T].
-WordRow word_row(const WordLayout& layout, const Tensor& lens_weights, HeadRef head, int word);
+WordRow word_row(const WordLayout& layout, const Tensor& lens_weights, HeadRef head, int word,
+                 RowFault fault = RowFault::none);
 
 // The row the instrument shows: the head chosen by `rule` among every layer x head of the trace.
 // max_content_peak: largest top_share(); min_sink: smallest sink share. Ties go to the lowest
 // layer, then the lowest head, so selection is deterministic.
 WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, int word,
-                       const HeadRule& rule, int layers, int heads);
+                       const HeadRule& rule, int layers, int heads, RowFault fault = RowFault::none);
 
 }  // namespace lenscheck

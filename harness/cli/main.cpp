@@ -11,6 +11,7 @@
 #include "harness/verify.h"
 #include "harness/verify_report.h"
 #include "model/error.h"
+#include "mutations/mutate.h"
 #include "model/trace_io.h"
 #include "oracle/oracle.h"
 #include "runtime/encoder.h"
@@ -84,6 +85,18 @@ int main(int argc, char** argv) {
   audit->add_option("--model", model_dir, "checkpoint directory (default: the plan's model)");
   audit->add_option("--out", audit_out, "report folder (default: reports/<study>)");
 
+  std::string only, mutate_plan = "fixtures/studies/norm-weighted-attention.yaml";
+  bool list = false;
+  auto* mutate = app.add_subcommand("mutate", "run the mutation catalogue: metric cases and runtime faults");
+  mutate->add_option("--model", model_dir, "checkpoint directory (default build/fixtures/bert-mini)");
+  mutate->add_option("--sentences", sentences, "sentences YAML")->capture_default_str();
+  mutate->add_option("--tolerances", tolerances, "tolerances YAML")->capture_default_str();
+  mutate->add_option("--plan", mutate_plan, "study plan whose recorded numbers check the rows")->capture_default_str();
+  mutate->add_option("--only", only, "run one case");
+  mutate->add_flag("--list", list, "print the catalogue");
+  mutate->add_option("--report", report, "Markdown report path");
+  mutate->add_option("--json", json, "JSON report path");
+
   lc::FixtureOptions fixture;
   std::string vocab_json;
   auto* make = app.add_subcommand("make-fixture", "write a deterministic BERT checkpoint (HF layout)");
@@ -150,6 +163,37 @@ int main(int argc, char** argv) {
       }
       fmt::print("audit: {}\n", r.abandon() ? "ABANDON" : "PROCEED");
       return r.abandon() ? kAbandon : kPass;
+    }
+    if (*mutate) {
+      if (list) {
+        for (const lc::mutation::Case* c : lc::mutation::sorted_catalogue())
+          fmt::print("{:<28} {:<14} {}{}\n", c->name,
+                     c->kind == lc::mutation::Kind::metric ? "metric" : "implementation", c->description,
+                     c->equivalent_because.empty() ? "" : " [declared equivalent]");
+        return kPass;
+      }
+      const lc::Checkpoint ck = lc::load_checkpoint(model_dir.empty() ? "build/fixtures/bert-mini" : model_dir);
+      const lc::Tolerances tol = lc::load_tolerances(tolerances);
+      const auto list_of_sentences = lc::load_sentences(sentences);
+      const lc::StudyPlan plan = lc::load_study_plan(mutate_plan);
+      const lc::Checkpoint plan_ck = lc::load_checkpoint(plan.model);
+      lc::mutation::MutateResult r;
+      try {
+        r = lc::mutation::run_mutations({ck, list_of_sentences, sentences, tol, plan, plan_ck, only});
+      } catch (const std::invalid_argument& e) {
+        throw lc::InputError("--only", e.what());
+      }
+      for (const lc::mutation::CaseResult& c : r.cases)
+        fmt::print("{:<28} {:<34} {}\n", c.mutation->name, c.ok() ? c.status() : c.status() + "  <-- ",
+                   c.outcome.evidence);
+      fmt::print("mutation score {}/{} non-equivalent mutants killed; {:.2f} s (set-up {:.2f} s)\n", r.killed(),
+                 r.non_equivalent(), r.total_seconds, r.setup_seconds);
+      if (!report.empty()) lc::mutation::write_mutate_markdown(r, report);
+      if (!json.empty()) lc::mutation::write_mutate_json(r, json);
+      for (const std::string& f : {report, json})
+        if (!f.empty()) fmt::print("wrote {}\n", f);
+      fmt::print("mutate: {}\n", r.pass() ? "PASS" : "FAIL");
+      return r.pass() ? kPass : kFail;
     }
     if (*make) {
       fixture.out = out;

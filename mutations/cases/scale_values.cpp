@@ -1,0 +1,47 @@
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "mutations/mutation.h"
+
+namespace lenscheck::mutation {
+
+namespace {
+
+// Every ‖v‖ times c: the shares are ratios, so they must not move. For a power of two the scaling is
+// exact in every product and sum, so the shares must be bit-identical; otherwise within rounding.
+Outcome scale_all(const Context& ctx, float c, double bound) {
+  const auto scaled = lens_rows(ctx, [c](const SentenceRun& run, int layer) {
+    std::vector<float> n = runtime_norms(run, layer);
+    for (float& x : n) x *= c;
+    return n;
+  });
+  double largest = 0;
+  size_t differ = 0;
+  const size_t rows = for_each_row_pair(lens_rows(ctx, runtime_norms), scaled,
+      [&](const std::string&, const WordRow& b, const WordRow& m) {
+        const double d = std::fabs(*m.sink_share() - *b.sink_share());
+        largest = std::max(largest, d);
+        differ += !same_bits(*m.sink_share(), *b.sink_share());
+      });
+  const bool ok = bound == 0 ? differ == 0 : largest <= bound;
+  return Outcome{ok, bound == 0 ? "bit-identical shares" : fmt::format("shares within {:.0e}", bound),
+                 fmt::format("x{}: {} rows checked, {} sink shares differ in some bit, largest change {:.3g}", c,
+                             rows, differ, largest)};
+}
+
+}  // namespace
+
+// A power of two must leave the shares bit-identical; c = 3 rounds α·(3n) once more than α·n, so
+// each weight moves by at most 2^-24 relative and a share by a few of those.
+LENSCHECK_MUTATION({.name = "scale-values",
+                    .description = "every ‖v‖ x4, x0.5 (bit-identical shares) and x3 (within 1e-6)",
+                    .kind = Kind::metric,
+                    .run = [](const Context& ctx) {
+                      const Outcome up = scale_all(ctx, 4.0f, 0), down = scale_all(ctx, 0.5f, 0),
+                                    three = scale_all(ctx, 3.0f, 1e-6);
+                      return Outcome{up.caught && down.caught && three.caught, "shares unchanged",
+                                     up.evidence + "; " + down.evidence + "; " + three.evidence};
+                    }});
+
+}  // namespace lenscheck::mutation

@@ -1,0 +1,45 @@
+#pragma once
+// `lenscheck mutate`: every case of the catalogue, its verdict, and the mutation score.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "mutations/mutation.h"
+
+namespace lenscheck::mutation {
+
+struct CaseResult {
+  const Case* mutation = nullptr;
+  Outcome outcome;
+  double seconds = 0;
+  bool ok() const;             // as the case expects
+  std::string status() const;  // killed, SURVIVED, equivalent, KILLED though declared equivalent, holds, FAILS
+};
+
+struct MutateResult {
+  std::string version, model_dir, model_sha256, tolerances_file, sentences_file, oracle_backend;
+  size_t sentences = 0;
+  double setup_seconds = 0, total_seconds = 0;  // setup: model load and the oracle traces, once
+  std::vector<CaseResult> cases;
+  size_t killed() const;
+  size_t non_equivalent() const;
+  bool pass() const;
+};
+
+struct MutateInputs {
+  const Checkpoint& checkpoint;
+  const std::vector<Sentence>& sentences;
+  std::filesystem::path sentences_file;
+  const Tolerances& tolerances;
+  const StudyPlan& plan;
+  const Checkpoint& plan_checkpoint;
+  std::string only;  // run just this case when non-empty
+};
+
+// The catalogue, metric cases first, each kind by name.
+std::vector<const Case*> sorted_catalogue();
+MutateResult run_mutations(const MutateInputs& inputs);
+void write_mutate_markdown(const MutateResult& result, const std::filesystem::path& file);
+void write_mutate_json(const MutateResult& result, const std::filesystem::path& file);
+
+}  // namespace lenscheck::mutation

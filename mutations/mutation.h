@@ -1,0 +1,89 @@
+#pragma once
+// A mutation case, in the manner of llama.cpp's test-backend-ops: a small struct that says what it
+// breaks, what it expects, and runs itself, printing its evidence. Each case is one file in
+// mutations/cases/ that registers itself with LENSCHECK_MUTATION; nothing else needs editing.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/sentences.h"
+#include "harness/study_plan.h"
+#include "harness/tolerances.h"
+#include "model/checkpoint.h"
+#include "model/trace.h"
+#include "runtime/faults.h"
+#include "runtime/rows.h"
+
+namespace lenscheck::mutation {
+
+// One sentence of the mutation run: the oracle's trace is computed once and shared by every case.
+struct SentenceRun {
+  Sentence sentence;
+  Encoding encoding;
+  Trace oracle;   // fp32 libtorch: the reference every implementation mutant is compared with
+  Trace runtime;  // the unmutated runtime, for the metric cases
+};
+
+struct Context {
+  const Checkpoint& checkpoint;
+  const Tolerances& tolerances;
+  const std::vector<SentenceRun>& runs;
+  const StudyPlan& plan;               // its recorded numbers catch faults in the rows
+  const Checkpoint& plan_checkpoint;   // the plan's model
+};
+
+enum class Kind { metric, implementation };
+
+struct Outcome {
+  bool caught = false;    // implementation: the gate killed the mutant; metric: the claim held
+  std::string by;         // what caught it: a tensor, a recorded number, or the claim checked
+  std::string evidence;   // the parameters and numbers to print, caught or not
+};
+
+struct Case {
+  std::string name;
+  std::string description;
+  Kind kind = Kind::implementation;
+  // Non-empty for a mutant expected to survive: why it is equivalent, and what would kill it.
+  std::string equivalent_because;
+  std::function<Outcome(const Context&)> run;
+};
+
+std::vector<Case>& catalogue();  // in registration order; mutate sorts by kind and name
+
+struct Registrar {
+  explicit Registrar(Case c) { catalogue().push_back(std::move(c)); }
+};
+
+#define LENSCHECK_MUTATION_CONCAT2(a, b) a##b
+#define LENSCHECK_MUTATION_CONCAT(a, b) LENSCHECK_MUTATION_CONCAT2(a, b)
+#define LENSCHECK_MUTATION(...) \
+  static const ::lenscheck::mutation::Registrar LENSCHECK_MUTATION_CONCAT(registrar_, __LINE__)(__VA_ARGS__)
+
+// Building blocks for cases.
+// The runtime with `fault` injected, compared tensor by tensor with the oracle on every sentence.
+std::function<Outcome(const Context&)> runtime_fault(runtime::Fault fault);
+// The runtime on weights changed by `edit` (the oracle keeps the checkpoint's).
+std::function<Outcome(const Context&)> weights_fault(std::function<void(BertWeights&)> edit);
+// The rows computed with `fault`, checked against the plan's recorded numbers.
+std::function<Outcome(const Context&)> row_fault(RowFault fault);
+// Compares a mutated runtime trace per sentence with the oracle: the gate's verdict as an Outcome.
+Outcome gate(const Context& ctx, const std::function<Trace(const SentenceRun&)>& mutated_runtime);
+
+// For the metric cases: every word row of every head of every layer, under the lens built from the
+// runtime's attention and a per-key weight the case chooses (runtime/kernels.h weight_by_key).
+struct LensRows {
+  std::string sentence;
+  std::vector<WordRow> rows;  // layer-major, then head, then word
+};
+using KeyWeights = std::function<std::vector<float>(const SentenceRun&, int layer)>;  // [H, T]
+std::vector<LensRows> lens_rows(const Context& ctx, const KeyWeights& key_weights);
+// The same rows read straight from the trace's attention probabilities, without any weighting.
+std::vector<LensRows> attention_rows(const Context& ctx);
+// Calls `visit` on every pair of corresponding rows; returns how many there were.
+size_t for_each_row_pair(const std::vector<LensRows>& a, const std::vector<LensRows>& b,
+                         const std::function<void(const std::string& sentence, const WordRow&, const WordRow&)>& visit);
+std::vector<float> runtime_norms(const SentenceRun& run, int layer);  // the trace's ‖v‖, [H, T]
+bool same_bits(double a, double b);
+
+}  // namespace lenscheck::mutation
