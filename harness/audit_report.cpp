@@ -37,7 +37,8 @@ std::string strip_plot(const AuditResult& r) {
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
       "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"22\" font-size=\"14\">Sink share ([CLS] + [SEP]) of every row, per lens — {} rows</text>\n",
+      "<text x=\"{}\" y=\"22\" font-size=\"14\">Sink share ([CLS] + [SEP]) of every row, per lens — {} rows "
+      "(bar: median; dashed: 50 % and 90 %)</text>\n",
       left + width + 40, height, left, r.rows.size());
   for (double x : {0.0, 0.25, 0.5, 0.75, 0.9, 1.0}) {
     const double px = left + x * width;

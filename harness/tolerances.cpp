@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/yaml_input.h"
+#include "model/error.h"
 
 namespace lenscheck {
 
@@ -68,6 +69,26 @@ Tolerances load_tolerances(const std::filesystem::path& file) {
   t.agreement = read_rules(file, Y::required(file, root, "agreement"), "agreement");
   t.truth = read_rules(file, Y::required(file, root, "truth"), "truth");
   return t;
+}
+
+std::vector<std::string> check_coverage(const Tolerances& t, const std::vector<std::string>& names) {
+  std::vector<std::string> warnings;
+  for (const auto& [section, set] : {std::pair{"agreement", &t.agreement}, std::pair{"truth", &t.truth}})
+    for (const Tolerance& rule : set->rules) {
+      bool matches = false, applies = false;
+      for (const std::string& n : names) {
+        matches = matches || pattern_matches(rule.pattern, n);
+        applies = applies || set->match(n) == &rule;
+      }
+      if (!matches && rule.pattern.find('*') == std::string::npos)
+        throw InputError(t.file, fmt::format("line {}: {} rule \"{}\" names no tensor of the trace", rule.line,
+                                             section, rule.pattern));
+      if (!applies)
+        warnings.push_back(fmt::format("{}: line {}: {} rule \"{}\" applies to no tensor ({})", t.file.string(),
+                                       rule.line, section, rule.pattern,
+                                       matches ? "earlier rules take every tensor it matches" : "it matches none"));
+    }
+  return warnings;
 }
 
 }  // namespace lenscheck

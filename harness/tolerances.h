@@ -31,4 +31,9 @@ struct Tolerances {
 // Throws InputError naming the file, the line and the problem (unknown key, wrong type, ...).
 Tolerances load_tolerances(const std::filesystem::path& file);
 
+// Holds the rules against the tensor names a trace has: a rule without '*' that names no tensor is an
+// InputError (a typo would silently compare nothing); a rule that applies to no tensor (it matches
+// none, or earlier rules take all it matches) is returned as a warning.
+std::vector<std::string> check_coverage(const Tolerances& tolerances, const std::vector<std::string>& names);
+
 }  // namespace lenscheck

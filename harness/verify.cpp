@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 
+#include "model/error.h"
 #include "model/trace_io.h"
 #include "oracle/oracle.h"
 #include "runtime/encoder.h"
@@ -48,6 +49,12 @@ void merge(TensorSummary& into, const TensorComparison& c, const std::string& se
     into.worst_ratio = c.worst_ratio;
     into.worst = fmt::format("{} {}{}", sentence_id, shown_name, c.worst_label);
   }
+}
+
+std::vector<std::string> schema_names(const BertConfig& config) {
+  std::vector<std::string> names;
+  for (const TensorSpec& s : trace_schema(config, 1)) names.push_back(s.name);
+  return names;
 }
 
 std::string family_of(const std::string& name) {
@@ -100,6 +107,7 @@ VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>&
   r.sentences_file = sentences_file.string();
   r.tolerances_file = tolerances.file.string();
   r.notes = ck.notes;
+  for (const std::string& w : check_coverage(tolerances, schema_names(ck.config))) r.notes.push_back(w);
 
   const BertTokenizer tokenizer(ck.vocab);
   const runtime::Encoder encoder(ck.config, ck.weights);
@@ -154,8 +162,12 @@ VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path&
   r.sentences_file = reference_file.string();
   r.tolerances_file = tolerances.file.string();
   r.notes = ck.notes;
+  for (const std::string& w : check_coverage(tolerances, schema_names(ck.config))) r.notes.push_back(w);
 
   const Trace reference = load_trace(reference_file, ck.vocab);
+  if (reference.input_ids.size() > size_t(ck.config.max_position_embeddings))
+    throw InputError(reference_file, fmt::format("input_ids has {} tokens, more than max_position_embeddings {}",
+                                                 reference.input_ids.size(), ck.config.max_position_embeddings));
   Encoding enc;
   enc.ids = reference.input_ids;
   enc.tokens = reference.tokens;

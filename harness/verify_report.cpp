@@ -105,7 +105,7 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
                    "- sentences: `{}` ({} sentences)\n- tolerances: `{}`\n- oracle: {}\n",
                    r.version, r.model_dir, r.model_sha256, r.sentences_file, r.sentences.size(),
                    r.tolerances_file, r.backend);
-  for (const std::string& n : r.notes) s += fmt::format("- loader note: {}\n", n);
+  for (const std::string& n : r.notes) s += fmt::format("- note: {}\n", n);
   s += "\nCloseness: |a − b| ≤ atol + rtol·|b|, b the reference; NaN and Inf are never close. "
        "\"bound used\" is the worst element's |a − b| / (atol + rtol·|b|): above 100 % fails. "
        "Tokens are written `token@position`.\n\n";

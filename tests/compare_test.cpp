@@ -204,3 +204,26 @@ TEST(TolerancesFile, ErrorsNameTheFileAndLine) {
   EXPECT_NE(error_of("agreement: [\n" + truth).find("malformed YAML"), std::string::npos);
   EXPECT_EQ(error_of("agreement: 3\n" + truth), "line 1: agreement must be a list");
 }
+
+TEST(TolerancesFile, ARuleNamingNoTensorFailsAndAnIdleRuleWarns) {
+  const auto dir = test::temp_dir("coverage");
+  const std::vector<std::string> names = {"embeddings.output", "layer.0.attention.probs", "layer.0.output"};
+  auto coverage = [&](const std::string& agreement) {
+    test::write_file(dir / "t.yaml", "agreement:\n" + agreement + "truth:\n  - {pattern: \"*\", atol: 1, rtol: 1}\n");
+    return check_coverage(load_tolerances(dir / "t.yaml"), names);
+  };
+  EXPECT_TRUE(coverage("  - {pattern: \"*\", atol: 1, rtol: 1}\n").empty());
+  try {
+    coverage("  - {pattern: \"layer.0.attention.prob\", atol: 1, rtol: 1}\n  - {pattern: \"*\", atol: 1, rtol: 1}\n");
+    FAIL() << "a typo in a tensor name must not pass";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.problem(), "line 2: agreement rule \"layer.0.attention.prob\" names no tensor of the trace");
+  }
+  const auto warnings = coverage("  - {pattern: \"*\", atol: 1, rtol: 1}\n  - {pattern: \"layer.*.probs\", atol: 1, rtol: 1}\n"
+                                 "  - {pattern: \"layer.*.nothing\", atol: 1, rtol: 1}\n");
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("line 3: agreement rule \"layer.*.probs\" applies to no tensor (earlier rules take every "
+                             "tensor it matches)"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("line 4: agreement rule \"layer.*.nothing\" applies to no tensor (it matches none)"),
+            std::string::npos) << warnings[1];
+}

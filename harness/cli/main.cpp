@@ -30,9 +30,9 @@ void print_summary(const lc::ComparisonSummary& c) {
                t.pass() ? "pass" : "FAIL " + t.problem);
 }
 
-int run_verify(const lc::Checkpoint& ck, const lc::VerifyResult& r, const std::string& report,
+int run_verify(const lc::VerifyResult& r, const std::string& report,
                const std::string& json, const std::string& junit) {
-  for (const std::string& n : ck.notes) fmt::print(stderr, "note: {}\n", n);
+  for (const std::string& n : r.notes) fmt::print(stderr, "note: {}\n", n);
   print_summary(r.agreement);
   if (r.runtime_truth) print_summary(*r.runtime_truth);
   if (r.oracle_truth) print_summary(*r.oracle_truth);
@@ -121,9 +121,9 @@ int main(int argc, char** argv) {
       const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
       const lc::Tolerances tol = lc::load_tolerances(tolerances);
       if (!reference.empty())
-        return run_verify(ck, lc::verify_reference(ck, reference, tol), report, json, junit);
+        return run_verify(lc::verify_reference(ck, reference, tol), report, json, junit);
       const auto list = lc::load_sentences(sentences);
-      return run_verify(ck, lc::verify_sentences(ck, list, sentences, tol, {.truth = truth}), report,
+      return run_verify(lc::verify_sentences(ck, list, sentences, tol, {.truth = truth}), report,
                         json, junit);
     }
     if (*trace) {
