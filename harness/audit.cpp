@@ -8,6 +8,7 @@
 #include "model/error.h"
 #include "model/safetensors.h"
 #include "model/sha256.h"
+#include "harness/parallel.h"
 #include "harness/verify.h"
 #include "runtime/encoder.h"
 
@@ -174,7 +175,7 @@ std::vector<RecordedCheck> check_recorded(const AuditResult& r, const RecordedNu
 
 }  // namespace
 
-AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, RowFault row_fault) {
+AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned threads, RowFault row_fault) {
   AuditResult r;
   r.plan = plan;
   r.version = build_version();
@@ -191,7 +192,11 @@ AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, RowFault row_
   const BertTokenizer tokenizer(ck.vocab);
   const runtime::Encoder encoder(ck.config, ck.weights);
   const int L = ck.config.num_hidden_layers, H = ck.config.num_attention_heads;
-  for (const Sentence& s : sentences) {
+  // Each sentence's rows and ratios into its own slot, then in sentence order.
+  std::vector<std::vector<AuditRow>> rows(sentences.size());
+  std::vector<std::vector<NormRatio>> ratios(sentences.size());
+  parallel_for(sentences.size(), threads, [&](size_t i) {
+    const Sentence& s = sentences[i];
     const Encoding enc = encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), plan.sentences);
     const Trace trace = encoder.forward(enc);
     const WordLayout layout = WordLayout::of(trace);
@@ -199,7 +204,7 @@ AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, RowFault row_
       AuditRow row{s.id, w, enc.words, {}};
       for (Lens lens : plan.lenses)
         row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H, row_fault));
-      r.rows.push_back(std::move(row));
+      rows[i].push_back(std::move(row));
     }
     const size_t T = enc.ids.size();
     for (int l = 0; l < L; ++l) {
@@ -215,9 +220,13 @@ AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, RowFault row_
         }
         mv /= double(T - 2);
         mf /= double(T - 2);
-        r.ratios.push_back({s.id, {l, h}, v[0] / mv, v[T - 1] / mv, f[0] / mf, f[T - 1] / mf});
+        ratios[i].push_back({s.id, {l, h}, v[0] / mv, v[T - 1] / mv, f[0] / mf, f[T - 1] / mf});
       }
     }
+  });
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    std::move(rows[i].begin(), rows[i].end(), std::back_inserter(r.rows));
+    r.ratios.insert(r.ratios.end(), ratios[i].begin(), ratios[i].end());
   }
   summarise_audit(r);
   if (plan.recorded) {

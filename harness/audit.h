@@ -77,7 +77,8 @@ struct AuditResult {
 double criterion_value(const AuditResult& result, const AbandonCriterion& criterion);
 
 // `row_fault` is for `lenscheck mutate` only.
-AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint, RowFault row_fault = RowFault::none);
+AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint, unsigned threads = 1,
+                      RowFault row_fault = RowFault::none);
 
 // The verdict logic alone, over rows already computed (tests feed hand-made rows).
 void summarise_audit(AuditResult& result);

@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 
+#include "harness/parallel.h"
 #include "model/error.h"
 #include "model/trace_io.h"
 #include "oracle/oracle.h"
@@ -120,18 +121,20 @@ VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>&
   for (const Sentence& s : sentences)
     encodings.push_back(encode_sentence(tokenizer, s, max_tokens, sentences_file));
 
-  for (size_t i = 0; i < sentences.size(); ++i) {
+  r.sentences.resize(sentences.size());
+  parallel_for(sentences.size(), options.threads, [&](size_t i) {
     const Trace candidate = encoder.forward(encodings[i]);
     const Trace reference = oracle32.forward(encodings[i]);
-    SentenceVerdict v{sentences[i], encodings[i].tokens,
-                      compare_traces(candidate, reference, tolerances.agreement, ck.config), {}, {}};
+    SentenceVerdict& v = r.sentences[i];
+    v.sentence = sentences[i];
+    v.tokens = encodings[i].tokens;
+    v.agreement = compare_traces(candidate, reference, tolerances.agreement, ck.config);
     if (oracle64) {
       const Trace truth = oracle64->forward(encodings[i]);
       v.runtime_truth = compare_traces(candidate, truth, tolerances.truth, ck.config);
       v.oracle_truth = compare_traces(reference, truth, tolerances.truth, ck.config);
     }
-    r.sentences.push_back(std::move(v));
-  }
+  });
 
   auto collect = [&](auto member) {
     std::vector<std::pair<std::string, const TraceComparison*>> runs;

@@ -50,6 +50,7 @@ struct VerifyResult {
 
 struct VerifyOptions {
   bool truth = false;  // also compare each fp32 implementation with the fp64 oracle
+  unsigned threads = 1;  // sentences in parallel; results do not depend on it
 };
 
 VerifyResult verify_sentences(const Checkpoint& checkpoint, const std::vector<Sentence>& sentences,

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "harness/parallel.h"
 #include "harness/verify.h"
 #include "harness/verify_report.h"
 #include "oracle/oracle.h"
@@ -79,22 +80,23 @@ MutateResult run_mutations(const MutateInputs& in) {
   const BertTokenizer tokenizer(in.checkpoint.vocab);
   const oracle::Oracle oracle(in.checkpoint.config, in.checkpoint.weights, oracle::Precision::fp32);
   const runtime::Encoder runtime(in.checkpoint.config, in.checkpoint.weights);
-  std::vector<SentenceRun> runs;
-  for (const Sentence& s : in.sentences) {
-    Encoding enc = encode_sentence(tokenizer, s, size_t(in.checkpoint.config.max_position_embeddings), in.sentences_file);
-    Trace o = oracle.forward(enc);
-    Trace rt = runtime.forward(enc);
-    runs.push_back({s, std::move(enc), std::move(o), std::move(rt)});
-  }
+  std::vector<Encoding> encodings;  // every sentence checked before any is run
+  for (const Sentence& s : in.sentences)
+    encodings.push_back(encode_sentence(tokenizer, s, size_t(in.checkpoint.config.max_position_embeddings),
+                                        in.sentences_file));
+  std::vector<SentenceRun> runs(in.sentences.size());
+  parallel_for(runs.size(), in.threads, [&](size_t i) {
+    runs[i] = {in.sentences[i], encodings[i], oracle.forward(encodings[i]), runtime.forward(encodings[i])};
+  });
   r.setup_seconds = seconds_since(start);
 
   const Context ctx{in.checkpoint, in.tolerances, runs, in.plan, in.plan_checkpoint};
-  for (const Case* c : cases) {
+  r.cases.resize(cases.size());
+  parallel_for(cases.size(), in.threads, [&](size_t i) {
     const auto t0 = std::chrono::steady_clock::now();
-    CaseResult cr{c, c->run(ctx), 0};
-    cr.seconds = seconds_since(t0);
-    r.cases.push_back(std::move(cr));
-  }
+    r.cases[i] = {cases[i], cases[i]->run(ctx), 0};
+    r.cases[i].seconds = seconds_since(t0);
+  });
   r.total_seconds = seconds_since(start);
   return r;
 }

@@ -34,6 +34,7 @@ struct MutateInputs {
   const StudyPlan& plan;
   const Checkpoint& plan_checkpoint;
   std::string only;  // run just this case when non-empty
+  unsigned threads = 1;  // sentences, then cases, in parallel; results do not depend on it
 };
 
 // The catalogue, metric cases first, each kind by name.

@@ -40,6 +40,26 @@ TEST(VerifyEndToEnd, RuntimeAgreesWithOracleOnEveryTensorOfEverySentence) {
   EXPECT_TRUE(r.oracle_truth->pass());
 }
 
+TEST(VerifyEndToEnd, ResultsDoNotDependOnTheThreadCount) {
+  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  const auto sentences = load_sentences(sentences_file);
+  const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  const VerifyResult one = verify_sentences(bert_mini(), sentences, sentences_file, tol, {.threads = 1});
+  const VerifyResult two = verify_sentences(bert_mini(), sentences, sentences_file, tol, {.threads = 2});
+  ASSERT_EQ(one.sentences.size(), two.sentences.size());
+  for (size_t s = 0; s < one.sentences.size(); ++s) {
+    EXPECT_EQ(one.sentences[s].sentence.id, two.sentences[s].sentence.id);
+    const auto& a = one.sentences[s].agreement.tensors;
+    const auto& b = two.sentences[s].agreement.tensors;
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t t = 0; t < a.size(); ++t) {
+      EXPECT_EQ(a[t].max_abs, b[t].max_abs) << a[t].name;  // exact: the same bits were compared
+      EXPECT_EQ(a[t].max_ulp, b[t].max_ulp) << a[t].name;
+      EXPECT_EQ(a[t].worst, b[t].worst) << a[t].name;
+    }
+  }
+}
+
 TEST(VerifyEndToEnd, APerturbedTraceFailsAndNamesTheTensor) {
   const auto dir = test::temp_dir("perturbed");
   const auto trace_file = dir / "oracle.safetensors";

@@ -56,6 +56,10 @@ int run_verify(const lc::VerifyResult& r, const std::string& report,
 int main(int argc, char** argv) {
   CLI::App app{"lenscheck: verify attention-analysis numerics against a libtorch oracle"};
   app.require_subcommand(1);
+  app.fallthrough();  // --threads may follow the subcommand too
+  unsigned threads = 0;
+  app.add_option("--threads", threads, "sentences (and mutants) in parallel; 0: one per core. Results do "
+                                       "not depend on it")->capture_default_str();
   app.set_version_flag("--version", lc::build_version());
 
   std::string model_dir, sentences = "fixtures/sentences.yaml", tolerances = "fixtures/tolerances.yaml";
@@ -111,6 +115,8 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    // Our pool runs the sentences; libtorch's own threads would only compete with it.
+    lc::oracle::Oracle::set_threads(1);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kPass : kBadInput;
@@ -123,7 +129,7 @@ int main(int argc, char** argv) {
       if (!reference.empty())
         return run_verify(lc::verify_reference(ck, reference, tol), report, json, junit);
       const auto list = lc::load_sentences(sentences);
-      return run_verify(lc::verify_sentences(ck, list, sentences, tol, {.truth = truth}), report,
+      return run_verify(lc::verify_sentences(ck, list, sentences, tol, {.truth = truth, .threads = threads}), report,
                         json, junit);
     }
     if (*trace) {
@@ -147,7 +153,7 @@ int main(int argc, char** argv) {
       const lc::StudyPlan plan = lc::load_study_plan(plan_file);
       const lc::Checkpoint ck = lc::load_checkpoint(model_dir.empty() ? plan.model : std::filesystem::path(model_dir));
       for (const std::string& n : ck.notes) fmt::print(stderr, "note: {}\n", n);
-      const lc::AuditResult r = lc::run_audit(plan, ck);
+      const lc::AuditResult r = lc::run_audit(plan, ck, threads);
       const std::string dir = audit_out.empty() ? "reports/" + plan.study : audit_out;
       lc::write_audit_reports(r, dir);
       for (const lc::CriterionResult& c : r.criteria)
@@ -179,7 +185,7 @@ int main(int argc, char** argv) {
       const lc::Checkpoint plan_ck = lc::load_checkpoint(plan.model);
       lc::mutation::MutateResult r;
       try {
-        r = lc::mutation::run_mutations({ck, list_of_sentences, sentences, tol, plan, plan_ck, only});
+        r = lc::mutation::run_mutations({ck, list_of_sentences, sentences, tol, plan, plan_ck, only, threads});
       } catch (const std::invalid_argument& e) {
         throw lc::InputError("--only", e.what());
       }
