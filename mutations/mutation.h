@@ -41,12 +41,12 @@ struct Outcome {
 };
 
 struct Case {
-  std::string name;
-  std::string description;
+  std::string name = {};
+  std::string description = {};
   Kind kind = Kind::implementation;
   // Non-empty for a mutant expected to survive: why it is equivalent, and what would kill it.
-  std::string equivalent_because;
-  std::function<Outcome(const Context&)> run;
+  std::string equivalent_because = {};
+  std::function<Outcome(const Context&)> run = {};
 };
 
 std::vector<Case>& catalogue();  // in registration order; mutate sorts by kind and name
