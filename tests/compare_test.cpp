@@ -176,7 +176,7 @@ TEST(TolerancesFile, TheCommittedFileLoadsAndCoversEveryTensor) {
     EXPECT_NE(t.agreement.match(s.name), nullptr) << s.name;
     EXPECT_NE(t.truth.match(s.name), nullptr) << s.name;
   }
-  EXPECT_DOUBLE_EQ(t.agreement.match("layer.2.attention.probs")->atol, 2e-7);
+  EXPECT_DOUBLE_EQ(t.agreement.match("layer.2.attention.probs")->atol, 4e-6);
 }
 
 TEST(TolerancesFile, ErrorsNameTheFileAndLine) {

@@ -39,15 +39,12 @@ TEST(Mutate, EveryCaseBehavesAsDeclaredAndTheScoreIsFull) {
 
 TEST(Mutate, AWeakenedToleranceFileLetsANamedMutantSurvive) {
   const auto dir = test::temp_dir("weak");
+  // A catch-all rule of atol 5e-2 put first takes every tensor: LayerNorm eps 1e-5 moves the
+  // embeddings by 1.5e-2, under that bound, and nothing downstream by more.
   std::string weak = test::read_file(test::source_dir() / "fixtures/tolerances.yaml");
-  // Loosen the first rule, the embeddings' LayerNorm output, to 5e-2: LayerNorm eps 1e-5 moves it by 1.5e-2.
-  const std::string tight = "{pattern: \"embeddings.output\",         atol: 3.0e-6, rtol: 1.0e-6}";
-  const size_t at = weak.find(tight);
+  const size_t at = weak.find("agreement:");
   ASSERT_NE(at, std::string::npos);
-  weak.replace(at, tight.size(), "{pattern: \"embeddings.output\", atol: 5.0e-2, rtol: 1.0e-2}");
-  // ...and every later tensor as far, so the fault is invisible downstream too.
-  weak.replace(weak.find("agreement:") , std::string("agreement:").size(),
-               "agreement:\n  - {pattern: \"*\", atol: 5.0e-2, rtol: 1.0e-2}");
+  weak.replace(at, std::string("agreement:").size(), "agreement:\n  - {pattern: \"*\", atol: 5.0e-2, rtol: 1.0e-2}");
   test::write_file(dir / "weak.yaml", weak);
   const std::string args = " --model '" + test::bert_mini().string() + "' --sentences '" +
                            (test::source_dir() / "fixtures/sentences.yaml").string() + "' --plan '" +

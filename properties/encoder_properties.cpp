@@ -1,0 +1,271 @@
+// Properties of the two encoders over random small models and token sequences: they agree within
+// the committed tolerances, their attention is a distribution, V = 0 leaves the norm lenses
+// undefined rather than NaN, and heads are interchangeable.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "harness/compare.h"
+#include "harness/tolerances.h"
+#include "oracle/oracle.h"
+#include "properties/generators.h"
+#include "runtime/encoder.h"
+#include "runtime/rows.h"
+#include "tests/test_support.h"
+
+namespace lenscheck {
+namespace {
+
+using oracle::Oracle;
+using oracle::Precision;
+
+const Tolerances& committed_tolerances() {
+  static const Tolerances t = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  return t;
+}
+
+// The oracle single-threaded, so that a failure reproduces from its seed.
+Trace oracle_trace(const BertConfig& config, const BertWeights& weights, Precision precision,
+                   const Encoding& input) {
+  Oracle::set_threads(1);
+  return Oracle(config, weights, precision).forward(input);
+}
+
+// The first failing tensor in forward order, with its worst element and the rule it broke.
+std::string divergence(const TraceComparison& c) {
+  if (!c.problem.empty()) return c.problem;
+  const TensorComparison* t = c.first_divergence();
+  if (!t) return "the comparison covers no tensor";
+  if (!t->problem.empty()) return t->name + ": " + t->problem;
+  return fmt::format("{} {}: {:.9g} vs reference {:.9g}, |diff| {:.3g} is {:.3g} x the bound "
+                     "(atol {:g} + rtol {:g} |ref|, tolerances line {}); {} of {} elements fail",
+                     t->name, t->worst_label, t->worst_candidate, t->worst_reference,
+                     std::fabs(t->worst_candidate - t->worst_reference), t->worst_ratio,
+                     t->tolerance.atol, t->tolerance.rtol, t->tolerance.line, t->failing, t->elements);
+}
+
+void assert_agree(const Trace& candidate, const Trace& reference, const ToleranceSet& tolerances,
+                  const BertConfig& config) {
+  const TraceComparison c = compare_traces(candidate, reference, tolerances, config);
+  if (!c.pass()) RC_FAIL(candidate.producer + " vs " + reference.producer + ": " + divergence(c));
+}
+
+bool all_zero(const Tensor& t) {
+  for (double v : t.values)
+    if (v != 0.0) return false;
+  return true;
+}
+
+// A random permutation of `n` heads; shrinks towards the identity.
+rc::Gen<std::vector<int>> head_permutation(int n) {
+  return rc::gen::exec([n] {
+    std::vector<int> p(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) p[size_t(i)] = i;
+    for (int i = n - 1; i > 0; --i) std::swap(p[size_t(i)], p[size_t(i - *rc::gen::inRange(0, i + 1))]);
+    return p;
+  });
+}
+
+// The rows of a [H * rows_per_head, row_len] matrix, one block per head: p'[h] = p[from[h]].
+void permute_blocks(std::vector<float>& values, size_t rows_per_head, size_t row_len,
+                    const std::vector<int>& from) {
+  const std::vector<float> old = values;
+  const size_t block = rows_per_head * row_len;
+  for (size_t h = 0; h < from.size(); ++h)
+    std::copy_n(old.begin() + long(size_t(from[h]) * block), block, values.begin() + long(h * block));
+}
+
+// Columns of the [rows, H * Dh] matrix, one block of Dh per head: p'[:, h] = p[:, from[h]].
+void permute_column_blocks(std::vector<float>& values, size_t rows, size_t dh,
+                           const std::vector<int>& from) {
+  const std::vector<float> old = values;
+  const size_t cols = from.size() * dh;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t h = 0; h < from.size(); ++h)
+      std::copy_n(old.begin() + long(r * cols + size_t(from[h]) * dh), dh,
+                  values.begin() + long(r * cols + h * dh));
+}
+
+const char* const kPerHeadTensors[] = {"attention.query", "attention.key", "attention.value",
+                                       "attention.scores", "attention.probs", "value_norm",
+                                       "transformed_norm", "lens.value_norm",
+                                       "lens.transformed_norm"};
+
+// Undoes the head permutation on a trace of the permuted model: head h of it is head from[h] of the
+// original, in every per-head tensor and in the context's feature blocks.
+Trace unpermuted(const Trace& trace, const BertConfig& config,
+                 const std::vector<std::vector<int>>& from) {
+  Trace out = trace;
+  const size_t H = static_cast<size_t>(config.num_attention_heads);
+  for (size_t l = 0; l < from.size(); ++l) {
+    const std::string p = fmt::format("layer.{}.", l);
+    for (const char* name : kPerHeadTensors) {
+      Tensor& t = *out.find(p + name);
+      const Tensor& src = *trace.find(p + name);
+      const size_t block = t.numel() / H;
+      for (size_t h = 0; h < H; ++h)
+        std::copy_n(src.values.begin() + long(h * block), block,
+                    t.values.begin() + long(size_t(from[l][h]) * block));
+    }
+    Tensor& context = *out.find(p + "attention.context");
+    const Tensor& src = *trace.find(p + "attention.context");
+    const size_t T = static_cast<size_t>(context.shape[0]), dh = static_cast<size_t>(config.head_dim());
+    for (size_t t = 0; t < T; ++t)
+      for (size_t h = 0; h < H; ++h)
+        std::copy_n(src.values.begin() + long(t * H * dh + h * dh), dh,
+                    context.values.begin() + long(t * H * dh + size_t(from[l][h]) * dh));
+  }
+  return out;
+}
+
+bool bit_identical(const Tensor& a, const Tensor& b) {
+  return a.shape == b.shape &&
+         std::memcmp(a.values.data(), b.values.data(), a.numel() * sizeof(double)) == 0;
+}
+
+}  // namespace
+
+RC_GTEST_PROP(EncoderProperties, OracleAndRuntimeTracesAgreeOnEveryTensorWithinTheTolerancesFile, ()) {
+  const BertConfig config = *prop::small_config();
+  const auto weight_seed = *rc::gen::arbitrary<uint64_t>();
+  const Encoding input = *prop::token_sequence(config);
+  const BertWeights weights = prop::random_weights(config, weight_seed);
+  const Trace runtime = runtime::Encoder(config, weights).forward(input);
+  const Trace oracle = oracle_trace(config, weights, Precision::fp32, input);
+  assert_agree(runtime, oracle, committed_tolerances().agreement, config);
+}
+
+RC_GTEST_PROP(EncoderProperties, EveryAttentionRowIsNonNegativeAndSumsToOneWithinNTimesEpsilon, ()) {
+  const BertConfig config = *prop::small_config();
+  const auto weight_seed = *rc::gen::arbitrary<uint64_t>();
+  const Encoding input = *prop::token_sequence(config);
+  const BertWeights weights = prop::random_weights(config, weight_seed);
+  const Trace runtime = runtime::Encoder(config, weights).forward(input);
+  const Trace oracle = oracle_trace(config, weights, Precision::fp32, input);
+  const size_t T = input.ids.size();
+  double peak_sum = 0;
+  size_t rows = 0;
+  for (const Trace* trace : {&runtime, &oracle})
+    for (int l = 0; l < config.num_hidden_layers; ++l) {
+      const std::string name = fmt::format("layer.{}.attention.probs", l);
+      const Tensor& probs = *trace->find(name);
+      for (size_t row = 0; row < probs.numel() / T; ++row) {
+        const double* p = probs.values.data() + row * T;
+        double sum = 0, peak = 0;
+        for (size_t k = 0; k < T; ++k) {
+          if (!(p[k] >= 0)) RC_FAIL(fmt::format("{} {} row {} key {} is {}", trace->producer, name, row, k, p[k]));
+          sum += p[k];
+          peak = std::max(peak, p[k]);
+        }
+        if (!(std::fabs(sum - 1) <= static_cast<double>(T) * FLT_EPSILON))
+          RC_FAIL(fmt::format("{} {} row {} sums to 1 {:+.3g}, more than {} x FLT_EPSILON off",
+                              trace->producer, name, row, sum - 1, T));
+        peak_sum += peak * static_cast<double>(T);
+        ++rows;
+      }
+    }
+  // How far the generator's attention is from uniform (1) and one-hot (T): the mean row peak in
+  // units of 1/T, printed as a distribution when the property passes.
+  const double peak = peak_sum / static_cast<double>(rows);
+  RC_TAG(T <= 3 ? "T <= 3" : peak < 1.25 ? "peak < 1.25/T (near uniform)" : peak < 2 ? "peak 1.25-2/T"
+                : peak < 4 ? "peak 2-4/T" : peak < 0.9 * static_cast<double>(T) ? "peak >= 4/T"
+                : "peak >= 0.9 (near one-hot)");
+}
+
+RC_GTEST_PROP(EncoderProperties, AModelWithZeroValueWeightsGivesZeroValueNormLensesAndAnUndefinedShareNotNaN, ()) {
+  const BertConfig config = *prop::small_config();
+  const auto weight_seed = *rc::gen::arbitrary<uint64_t>();
+  const Encoding input = *prop::token_sequence(config);
+  BertWeights weights = prop::random_weights(config, weight_seed);
+  for (LayerWeights& L : weights.layers) {
+    std::fill(L.value_w.values.begin(), L.value_w.values.end(), 0.0f);
+    std::fill(L.value_b.values.begin(), L.value_b.values.end(), 0.0f);
+  }
+  const Trace runtime = runtime::Encoder(config, weights).forward(input);
+  const Trace oracle = oracle_trace(config, weights, Precision::fp32, input);
+  for (const Trace* trace : {&runtime, &oracle})
+    for (int l = 0; l < config.num_hidden_layers; ++l)
+      for (const char* name : {"value_norm", "transformed_norm", "lens.value_norm",
+                               "lens.transformed_norm", "lens.summed_transformed_norm"}) {
+        const std::string full = fmt::format("layer.{}.{}", l, name);
+        if (!all_zero(*trace->find(full))) RC_FAIL(trace->producer + " " + full + " is not all zero");
+      }
+
+  const WordLayout layout = WordLayout::of(runtime);
+  const int words = static_cast<int>(layout.words.size());
+  const int layers = config.num_hidden_layers, heads = config.num_attention_heads;
+  for (int w = 0; w < words; ++w) {
+    for (Lens lens : {Lens::value_norm, Lens::transformed_norm}) {
+      for (int l = 0; l < layers; ++l)
+        for (int h = 0; h < heads; ++h) {
+          const WordRow row = word_row(layout, *runtime.find(lens_tensor(lens, l)), {l, h}, w);
+          RC_ASSERT(row.total() == 0.0);
+          RC_ASSERT(!row.sink_share().has_value());
+          RC_ASSERT(!row.displayed().has_value());
+          RC_ASSERT(row.top_share() == 0.0);
+        }
+      for (const HeadRule& rule : {HeadRule::parse("max_content_peak"), HeadRule::parse("min_sink")}) {
+        const WordRow shown = instrument_row(runtime, layout, lens, w, rule, layers, heads);
+        RC_ASSERT(!shown.sink_share().has_value());
+        RC_ASSERT(shown.top_share() == 0.0);
+      }
+    }
+    // The attention itself is untouched by V: its row is a distribution with a defined share.
+    const WordRow attention = word_row(layout, *runtime.find(lens_tensor(Lens::attention, 0)), {0, 0}, w);
+    RC_ASSERT(attention.sink_share().has_value());
+    RC_ASSERT(*attention.sink_share() >= 0.0);
+    RC_ASSERT(*attention.sink_share() <= 1.0);
+  }
+}
+
+RC_GTEST_PROP(EncoderProperties, PermutingTheOrderOfHeadsInTheWeightsPermutesThePerHeadTensorsAndNothingElse, ()) {
+  const BertConfig config = *prop::small_config();
+  const auto weight_seed = *rc::gen::arbitrary<uint64_t>();
+  const Encoding input = *prop::token_sequence(config);
+  const int H = config.num_attention_heads;
+  std::vector<std::vector<int>> from;  // per layer: head h of the permuted model is head from[h]
+  for (int l = 0; l < config.num_hidden_layers; ++l) from.push_back(*head_permutation(H));
+
+  const BertWeights weights = prop::random_weights(config, weight_seed);
+  BertWeights permuted = weights;
+  const size_t D = static_cast<size_t>(config.hidden_size), dh = static_cast<size_t>(config.head_dim());
+  for (size_t l = 0; l < from.size(); ++l) {
+    LayerWeights& L = permuted.layers[l];
+    for (Param* w : {&L.query_w, &L.key_w, &L.value_w}) permute_blocks(w->values, dh, D, from[l]);
+    for (Param* b : {&L.query_b, &L.key_b, &L.value_b}) permute_blocks(b->values, dh, 1, from[l]);
+    permute_column_blocks(L.attention_out_w.values, D, dh, from[l]);  // [out, in]: the heads are in
+  }
+  const Trace original = runtime::Encoder(config, weights).forward(input);
+  const Trace restored = unpermuted(runtime::Encoder(config, permuted).forward(input), config, from);
+
+  // Up to the first sum over heads every value is computed the same way, so bit for bit.
+  std::vector<std::string> exact = {"embeddings.output", "layer.0.attention.context"};
+  for (const char* name : kPerHeadTensors) exact.push_back(std::string("layer.0.") + name);
+  for (const std::string& name : exact)
+    if (!bit_identical(*restored.find(name), *original.find(name)))
+      RC_FAIL(name + " of the permuted model, its heads put back, differs from the original's");
+  // The output projection then sums the heads in another order, and everything after it is equal up
+  // to that reordering's rounding: at most 1.6e-6 (1 + |x|) over 5 000 cases, so 1e-5 bounds it while
+  // any mixing up of heads moves values by 0.01 or more. (The gate's own tolerances are no bound
+  // here: they are what fp32 may cost against the oracle, and at unit-scale logits a reordering
+  // alone can exceed layer.*.attention.scores' atol 1e-6.)
+  const ToleranceSet rounding{{{"*", 1e-5, 1e-5, 0}}};
+  assert_agree(restored, original, rounding, config);
+}
+
+RC_GTEST_PROP(EncoderProperties, TheFp32RuntimeAndFp32OracleStayWithinTheTruthBudgetOfTheFp64Oracle, ()) {
+  const BertConfig config = *prop::small_config();
+  const auto weight_seed = *rc::gen::arbitrary<uint64_t>();
+  const Encoding input = *prop::token_sequence(config);
+  const BertWeights weights = prop::random_weights(config, weight_seed);
+  const Trace truth = oracle_trace(config, weights, Precision::fp64, input);
+  const ToleranceSet& budget = committed_tolerances().truth;
+  assert_agree(runtime::Encoder(config, weights).forward(input), truth, budget, config);
+  assert_agree(oracle_trace(config, weights, Precision::fp32, input), truth, budget, config);
+}
+
+}  // namespace lenscheck

@@ -1,0 +1,79 @@
+#pragma once
+// Generators shared by the properties: random small BERT models and token sequences for the encoder
+// properties, random attention and norm tensors for the lens-only ones. Every generated value has a
+// showValue, so a shrunk counterexample reads as a config, a weight seed and token ids.
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "model/tokenizer.h"
+#include "model/trace.h"
+#include "model/vocab.h"
+
+namespace lenscheck {
+
+// Found by RapidCheck through argument-dependent lookup when it prints a counterexample.
+void showValue(const BertConfig& config, std::ostream& os);
+void showValue(const Encoding& encoding, std::ostream& os);
+void showValue(const Trace& trace, std::ostream& os);
+
+namespace prop {
+
+// CI runs each property with `cases` cases unless RC_PARAMS names max_success itself. RapidCheck
+// reads RC_PARAMS once, when the first property runs, so amending it before main is enough.
+bool default_max_success(int cases);
+inline const bool kDefaultCases = default_max_success(200);
+
+// Layers 1-3, heads 1-4, head dim 2-16 with hidden >= 4, vocab 8-64, intermediate 2-64, room for
+// 1-24 content tokens (max_position_embeddings 3-32); shrinks towards one layer, one head of
+// dimension 4.
+rc::Gen<BertConfig> small_config();
+
+// Weights drawn from `seed` (splitmix64, so a seed is the same model on every machine), at a scale
+// that keeps softmax away from both uniform and one-hot; see generators.cpp for the reasoning.
+BertWeights random_weights(const BertConfig& config, uint64_t seed);
+
+// The vocabulary of a random model, in BERT's layout: [PAD] [UNK] [CLS] [SEP] [MASK], then
+// word-initial pieces "aN" at odd ids and continuations "##aN" at even ids.
+Vocab model_vocab(int vocab_size);
+
+// [CLS] pieces... [SEP] as BertTokenizer::encode would emit them for `config`'s vocabulary: 1-24
+// content tokens within max_position_embeddings, words of one or more subwords (a word-initial
+// piece, then continuations), and [UNK] as a word of its own.
+rc::Gen<Encoding> token_sequence(const BertConfig& config);
+
+// Input of the lens-only properties: per layer, one attention tensor [H, T, T] (rows are softmax
+// of small integer logits, so shrinking goes towards uniform rows) and per-key norms [H, T] (multiples
+// of 1/4 in [0, 10], zeros included), over a sentence of words with the given subword counts.
+struct LensCase {
+  int layers = 1;
+  int heads = 1;
+  std::vector<int> word_lengths;            // subwords of each word; T = 2 + their sum
+  std::vector<std::vector<float>> probs;    // per layer, [H, T, T]
+  std::vector<std::vector<float>> norms;    // per layer, [H, T]
+  size_t tokens() const;
+  // A trace holding the tokens and word ids ([CLS] and [SEP] at -1), and no tensors.
+  Trace sentence() const;
+};
+void showValue(const LensCase& lens_case, std::ostream& os);
+
+// `single_subword_words`: every word is one subword.
+rc::Gen<LensCase> lens_case(int max_layers, bool single_subword_words = false);
+
+// Valid UTF-8 built from fragments a tokenizer finds hard: ASCII letters, digits, punctuation and
+// whitespace of several kinds, accented and decomposed letters, CJK, kana, emoji, controls, zero-width
+// and replacement characters, and literal special tokens ("[SEP]", "[unused0]", "##").
+rc::Gen<std::string> unicode_text(int max_fragments);
+
+// A [H, T, T] or [T, T] tensor of a trace from a flat float buffer.
+Tensor tensor_of(std::vector<int64_t> shape, const std::vector<float>& values);
+// weight_by_key over a lens case's layer: the one lens computation of the runtime.
+std::vector<float> weighted(const std::vector<float>& probs, const std::vector<float>& norms,
+                            int heads, size_t tokens);
+
+}  // namespace prop
+}  // namespace lenscheck
