@@ -1,53 +1,355 @@
 #include "runtime/kernels.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <numbers>
 #include <vector>
+
+// Same bits on every x86-64: each multiply and each add rounds on its own (no FMA: the baseline
+// has none and the AVX2 clone is compiled without it), and every sum runs in an order the code
+// fixes, never the vector width or a thread count. So the AVX2 clone that the loader picks on
+// CPUs that have it (target_clones, an ifunc) and the portable default agree to the bit.
+#if defined(__x86_64__) && !defined(__AVX2__)
+#define LENSCHECK_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define LENSCHECK_KERNEL
+#endif
+// Helpers are inlined into each clone, so they compile for its instruction set.
+#define LENSCHECK_INLINE [[gnu::always_inline]] inline
+
+// 32-byte vectors by value in the default clone change no ABI here: every helper is inlined.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace lenscheck::runtime {
 
-void linear(const float* x, size_t rows, size_t in, const float* wt, const float* b, size_t out,
-            float* y) {
-  for (size_t r = 0; r < rows; ++r) {
-    float* yr = y + r * out;
-    for (size_t o = 0; o < out; ++o) yr[o] = b ? b[o] : 0.0f;
-    const float* xr = x + r * in;
-    for (size_t i = 0; i < in; ++i) {
-      const float xi = xr[i];
-      const float* wi = wt + i * out;
-      for (size_t o = 0; o < out; ++o) yr[o] += xi * wi[o];
+namespace {
+
+using f4 = float __attribute__((vector_size(16)));
+using f8 = float __attribute__((vector_size(32)));  // one AVX register, two SSE ones
+using d4 = double __attribute__((vector_size(32)));
+using i4 = int64_t __attribute__((vector_size(32)));
+
+template <class V, class T>
+LENSCHECK_INLINE V load(const T* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V, class T>
+LENSCHECK_INLINE void store(T* p, const V& v) {
+  std::memcpy(p, &v, sizeof v);
+}
+LENSCHECK_INLINE d4 splat(double x) { return d4{x, x, x, x}; }
+LENSCHECK_INLINE d4 widen(const float* p) { return __builtin_convertvector(load<f4>(p), d4); }
+LENSCHECK_INLINE void narrow(float* p, const d4& v) { store(p, __builtin_convertvector(v, f4)); }
+LENSCHECK_INLINE double lane_total(const d4& s) { return (s[0] + s[1]) + (s[2] + s[3]); }
+
+// ---- Matrix products -----------------------------------------------------------------------
+// Every output is c[r, o] = (init[o] + a[r, 0] b[0, o] + a[r, 1] b[1, o] + ...) * scale, the
+// terms added in ascending i, exactly the order of the plain triple loop, whatever the tiling.
+// Tiles of kRows rows × kPanel outputs keep their sums in registers; B is first copied into panels
+// of kPanel columns, each a run of contiguous rows.
+
+// B(i, o) = data[i * row_stride + o * col_stride]: a [in, out] weight, or K and V seen per head.
+struct Operand {
+  const float* data;
+  size_t row_stride, col_stride;
+};
+
+constexpr size_t kRows = 4, kVectors = 2, kPanel = 8 * kVectors;
+constexpr size_t kWideVectors = 8, kWidePanel = 8 * kWideVectors;  // one row at a time
+constexpr float kZeros[kWidePanel] = {};
+
+// A tile of R rows × 8V outputs; `b` holds 8V values per i, `init` 8V starting values.
+template <size_t R, size_t V>
+LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* b, size_t ldb,
+                           const float* init, float scale, float* c, size_t ldc, size_t width) {
+  f8 acc[R][V];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t v = 0; v < V; ++v) acc[r][v] = load<f8>(init + 8 * v);
+  for (size_t i = 0; i < in; ++i) {
+    f8 w[V];
+    for (size_t v = 0; v < V; ++v) w[v] = load<f8>(b + i * ldb + 8 * v);
+    for (size_t r = 0; r < R; ++r) {
+      const float x = a[r * lda + i];
+      for (size_t v = 0; v < V; ++v) acc[r][v] += x * w[v];
+    }
+  }
+  for (size_t r = 0; r < R; ++r) {
+    if (width == 8 * V) {
+      for (size_t v = 0; v < V; ++v) store(c + r * ldc + 8 * v, acc[r][v] * scale);
+    } else {
+      float out[8 * V];
+      for (size_t v = 0; v < V; ++v) store(out + 8 * v, acc[r][v] * scale);
+      std::copy_n(out, width, c + r * ldc);
     }
   }
 }
 
+// B as panels of kPanel columns, each `in` contiguous rows: packed[(p * in + i) * kPanel + j] =
+// B(i, p * kPanel + j), zero past `out`. A weight is read row by row, in memory order.
+LENSCHECK_INLINE void pack_panels(Operand b, size_t in, size_t out, float* packed) {
+  const size_t panels = (out + kPanel - 1) / kPanel;
+  if (b.col_stride == 1) {
+    for (size_t i = 0; i < in; ++i) {
+      const float* row = b.data + i * b.row_stride;
+      for (size_t p = 0; p < panels; ++p) {
+        const size_t width = std::min(kPanel, out - p * kPanel);
+        float* dst = packed + (p * in + i) * kPanel;
+        if (width == kPanel) {
+          for (size_t v = 0; v < kVectors; ++v)
+            store(dst + 8 * v, load<f8>(row + p * kPanel + 8 * v));
+        } else {
+          std::copy_n(row + p * kPanel, width, dst);
+          std::fill(dst + width, dst + kPanel, 0.0f);
+        }
+      }
+    }
+    return;
+  }
+  std::fill(packed, packed + panels * in * kPanel, 0.0f);
+  for (size_t o = 0; o < out; ++o) {
+    const float* column = b.data + o * b.col_stride;
+    float* dst = packed + (o / kPanel) * in * kPanel + o % kPanel;
+    for (size_t i = 0; i < in; ++i) dst[i * kPanel] = column[i * b.row_stride];
+  }
+}
+
+// c[r, o] for rows × out, with a[r, i] = a[r * lda + i]; bias may be null (sums start at 0).
+LENSCHECK_INLINE void matmul(const float* a, size_t lda, size_t rows, size_t in, Operand b,
+                             size_t out, const float* bias, float scale, float* c, size_t ldc) {
+  const size_t panels = (out + kPanel - 1) / kPanel;
+  // Kept from call to call (one per thread), so that no call pages in fresh memory.
+  thread_local std::vector<float> packed;
+  packed.resize(std::max(packed.size(), panels * in * kPanel));
+  pack_panels(b, in, out, packed.data());
+  float init[kPanel];
+  for (size_t p = 0; p < panels; ++p) {
+    const size_t o0 = p * kPanel, width = std::min(kPanel, out - o0);
+    const float* panel = packed.data() + p * in * kPanel;
+    for (size_t j = 0; j < kPanel; ++j) init[j] = bias && j < width ? bias[o0 + j] : 0.0f;
+    size_t r = 0;
+    for (; r + kRows <= rows; r += kRows)
+      tile<kRows, kVectors>(a + r * lda, lda, in, panel, kPanel, init, scale, c + r * ldc + o0, ldc,
+                            width);
+    const float* ar = a + r * lda;
+    float* cr = c + r * ldc + o0;
+    switch (rows - r) {
+      case 3: tile<3, kVectors>(ar, lda, in, panel, kPanel, init, scale, cr, ldc, width); break;
+      case 2: tile<2, kVectors>(ar, lda, in, panel, kPanel, init, scale, cr, ldc, width); break;
+      case 1: tile<1, kVectors>(ar, lda, in, panel, kPanel, init, scale, cr, ldc, width); break;
+      default: break;
+    }
+  }
+}
+
+// One row times a [in, out] weight read in place: copying B would cost as much as the product.
+LENSCHECK_INLINE void row_times(const float* x, size_t in, const float* wt, const float* bias,
+                                size_t out, float* y) {
+  size_t o0 = 0;
+  for (; o0 + kWidePanel <= out; o0 += kWidePanel)
+    tile<1, kWideVectors>(x, 0, in, wt + o0, out, bias ? bias + o0 : kZeros, 1.0f, y + o0, 0,
+                          kWidePanel);
+  for (size_t o = o0; o < out; ++o) {
+    float sum = bias ? bias[o] : 0.0f;
+    for (size_t i = 0; i < in; ++i) sum += x[i] * wt[i * out + o];
+    y[o] = sum;
+  }
+}
+
+// ---- Sums in double ------------------------------------------------------------------------
+// Four lanes: lane j adds the terms i ≡ j (mod 4) in ascending i; then (l0 + l1) + (l2 + l3).
+
+// sum_i (x_i - c) (y_i - c): a dot product with c = 0, a sum of squared deviations with x = y.
+LENSCHECK_INLINE double sum_of_products(const float* x, const float* y, size_t n, double c) {
+  const d4 cv = splat(c);
+  d4 s = {};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) s += (widen(x + i) - cv) * (widen(y + i) - cv);
+  for (; i < n; ++i) s[i % 4] += (static_cast<double>(x[i]) - c) * (static_cast<double>(y[i]) - c);
+  return lane_total(s);
+}
+
+// The largest of n >= 1 values; max is exact, so the lanes change nothing.
+LENSCHECK_INLINE float max_of(const float* x, size_t n) {
+  float max = x[0];
+  size_t i = 0;
+  if (n >= 8) {
+    f8 m = load<f8>(x);
+    for (i = 8; i + 8 <= n; i += 8) {
+      const f8 v = load<f8>(x + i);
+      m = v > m ? v : m;
+    }
+    for (size_t j = 0; j < 8; ++j) max = m[j] > max ? m[j] : max;
+  }
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  return max;
+}
+
+LENSCHECK_INLINE double sum_of(const float* x, size_t n) {
+  d4 s = {};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) s += widen(x + i);
+  for (; i < n; ++i) s[i % 4] += static_cast<double>(x[i]);
+  return lane_total(s);
+}
+
+// ---- Elementary functions in double, rounded once to float ---------------------------------
+
+// Taylor coefficients 1 / k!.
+constexpr std::array<double, 13> kExpTaylor = [] {
+  std::array<double, 13> c{};
+  double factorial = 1;
+  for (size_t k = 0; k < c.size(); ++k) {
+    if (k > 0) factorial *= static_cast<double>(k);  // exact up to 22!
+    c[k] = 1.0 / factorial;
+  }
+  return c;
+}();
+
+// Element-wise functions run on four lanes; polynomials by Estrin's scheme, whose independent
+// halves keep the pipelines busy where Horner's rule would wait on each multiply-add in turn.
+LENSCHECK_INLINE bool all_lanes(const i4& mask) {
+  return (mask[0] & mask[1] & mask[2] & mask[3]) != 0;
+}
+
+// c[Lo] + c[Lo + 1] w + ... + c[Lo + Len - 1] w^(Len - 1), with pw[k] = w^(2^k).
+template <size_t Lo, size_t Len, size_t N>
+LENSCHECK_INLINE d4 estrin(const std::array<double, N>& c, const d4* pw) {
+  constexpr size_t half = std::bit_floor(Len - 1);  // the largest power of two below Len
+  if constexpr (Len == 2)
+    return pw[0] * c[Lo + 1] + c[Lo];
+  else if constexpr (Len - half == 1)
+    return estrin<Lo, half>(c, pw) + pw[std::countr_zero(half)] * c[Lo + half];
+  else
+    return estrin<Lo, half>(c, pw) +
+           pw[std::countr_zero(half)] * estrin<Lo + half, Len - half>(c, pw);
+}
+
+template <size_t N>
+  requires(N >= 2)
+LENSCHECK_INLINE d4 polynomial(const std::array<double, N>& c, const d4& w) {
+  d4 pw[std::bit_width(N - 1)];
+  pw[0] = w;
+  for (size_t k = 1; k < std::size(pw); ++k) pw[k] = pw[k - 1] * pw[k - 1];
+  return estrin<0, N>(c, pw);
+}
+
+// e^x: x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, so n ln2_hi is exact), e^r by its
+// Taylor series to r^12 (relative truncation below 3e-16), 2^n written into the exponent bits.
+// Arguments are clamped to [-708, 709], where the result is 0 or inf in float anyway.
+LENSCHECK_INLINE d4 exp4(const d4& arg) {
+  constexpr double kLn2Hi = 0x1.62e42fee00000p-1, kLn2Lo = 0x1.a39ef35793c76p-33;
+  constexpr double kShift = 0x1.8p52;  // adding it rounds to an integer, kept in the low bits
+  const d4 lo = splat(-708.0), hi = splat(709.0);
+  d4 x = arg < lo ? lo : arg;
+  x = x > hi ? hi : x;
+  const d4 t = x * std::numbers::log2e + kShift;
+  const d4 n = t - kShift;
+  const d4 r = (x - n * kLn2Hi) - n * kLn2Lo;
+  const i4 two_n = ((i4)t + 1023) << 52;  // vector casts reinterpret the bits
+  return polynomial(kExpTaylor, r) * (d4)two_n;
+}
+
+// erf(z) / z as a polynomial in w = z²/2 - 1, for |z| < 2: the Chebyshev interpolant of degree 15
+// on z² in [0, 4] (relative error of erf below 1e-15, of 1 - erf below 3e-13).
+constexpr std::array<double, 16> kErfSmall = {
+    0.67493323603965449,     -0.26111186093124533,    0.11947913860991873,
+    -0.048662777449162399,   0.017128344570413217,    -0.0052348758360039379,
+    0.0014050914348702325,   -0.00033514353476450447, 7.1800964431234428e-05,
+    -1.3946268869778145e-05, 2.4758957014288721e-06,  -4.0451986498511727e-07,
+    6.1085480423939131e-08,  -8.6054039345750954e-09, 1.2020241607624271e-09,
+    -1.4770319689549893e-10};
+// sqrt(pi) a e^(a²) erfc(a) as a polynomial in w = 8 / a² - 1, for a >= 2: the Chebyshev
+// interpolant of degree 21 on 1/a² in [0, 1/4] (relative error below 1e-14).
+constexpr std::array<double, 22> kErfcLarge = {
+    0.94660953165424289,     -0.046181019061062943,   0.0057979671569701923,
+    -0.0010676869570183393,  0.00024663574810242304,  -6.6517093544891099e-05,
+    2.0117528733970012e-05,  -6.6522601753750728e-06, 2.3642486398454199e-06,
+    -8.9194403779761033e-07, 3.5281784219313867e-07,  -1.4605567553310772e-07,
+    6.6101513548153731e-08,  -2.9818820549118191e-08, 7.6920986550018962e-09,
+    -3.0775653540744811e-09, 8.6240219813889362e-09,  -4.7176961731116244e-09,
+    -2.9119233085401156e-09, 1.7104690189481434e-09,  1.3209318891230478e-09,
+    -7.4369730575860808e-10};
+
+// x/2 (1 + erf(x / sqrt 2)).
+struct GeluErf {
+  LENSCHECK_INLINE d4 operator()(const d4& x) const {
+    const d4 z = x * (std::numbers::sqrt2 / 2);
+    const d4 a = z < splat(0.0) ? -z : z;
+    const i4 small = a < splat(2.0);
+    d4 phi = 1.0 + z * polynomial(kErfSmall, z * z * 0.5 - 1.0);
+    if (!all_lanes(small)) {  // a lane with |z| >= 2, or NaN
+      const d4 inv = 1.0 / a;
+      const d4 erfc = exp4(-(a * a)) * polynomial(kErfcLarge, 8.0 * inv * inv - 1.0) *
+                      (std::numbers::inv_sqrtpi * inv);
+      phi = small ? phi : (z > splat(0.0) ? 2.0 - erfc : erfc);
+    }
+    return 0.5 * x * phi;
+  }
+};
+
+// x/2 (1 + tanh(y)) = x / (1 + e^(-2y)), y = sqrt(2/pi) (x + 0.044715 x³): no cancellation.
+struct GeluTanh {
+  LENSCHECK_INLINE d4 operator()(const d4& x) const {
+    const double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
+    return x / (1.0 + exp4(-2.0 * k * (x + 0.044715 * x * x * x)));
+  }
+};
+
+// e^(x - shift), for softmax.
+struct ExpShifted {
+  double shift;
+  LENSCHECK_INLINE d4 operator()(const d4& x) const { return exp4(x - shift); }
+};
+
+// Applies f to n floats in place, computed in double and rounded once; the tail goes through f
+// padded with `pad`, so every element sees the same arithmetic wherever it sits.
+template <class F>
+LENSCHECK_INLINE void map_in_place(float* x, size_t n, float pad, F f) {
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) narrow(x + i, f(widen(x + i)));
+  if (i == n) return;
+  float tail[4] = {pad, pad, pad, pad};
+  std::copy(x + i, x + n, tail);
+  narrow(tail, f(widen(tail)));
+  std::copy(tail, tail + (n - i), x + i);
+}
+
+}  // namespace
+
+LENSCHECK_KERNEL
+void linear(const float* x, size_t rows, size_t in, const float* wt, const float* b, size_t out,
+            float* y) {
+  if (rows < kRows) {
+    for (size_t r = 0; r < rows; ++r) row_times(x + r * in, in, wt, b, out, y + r * out);
+    return;
+  }
+  matmul(x, in, rows, in, {wt, out, 1}, out, b, 1.0f, y, out);
+}
+
+LENSCHECK_KERNEL
 void attention_scores(const float* q, const float* k, size_t T, size_t H, size_t Dh, float scale,
                       float* scores) {
   const size_t D = H * Dh;
+  // Per head, Q_h [T, Dh] times K_h transposed: B(e, b) = k[b * D + h * Dh + e].
   for (size_t h = 0; h < H; ++h)
-    for (size_t a = 0; a < T; ++a)
-      for (size_t b = 0; b < T; ++b) {
-        const float* qa = q + a * D + h * Dh;
-        const float* kb = k + b * D + h * Dh;
-        float dot = 0;
-        for (size_t e = 0; e < Dh; ++e) dot += qa[e] * kb[e];
-        scores[(h * T + a) * T + b] = dot * scale;
-      }
+    matmul(q + h * Dh, D, T, Dh, {k + h * Dh, 1, D}, T, nullptr, scale, scores + h * T * T, T);
 }
 
+LENSCHECK_KERNEL
 void attend(const float* probs, const float* v, size_t T, size_t H, size_t Dh, float* context) {
   const size_t D = H * Dh;
-  std::fill(context, context + T * D, 0.0f);
+  // Per head, P_h [T, T] times V_h [T, Dh] into the head's columns of context.
   for (size_t h = 0; h < H; ++h)
-    for (size_t a = 0; a < T; ++a) {
-      float* ca = context + a * D + h * Dh;
-      for (size_t b = 0; b < T; ++b) {
-        const float pab = probs[(h * T + a) * T + b];
-        const float* vb = v + b * D + h * Dh;
-        for (size_t e = 0; e < Dh; ++e) ca[e] += pab * vb[e];
-      }
-    }
+    matmul(probs + h * T * T, T, T, T, {v + h * Dh, D, 1}, Dh, nullptr, 1.0f, context + h * Dh, D);
 }
 
+LENSCHECK_KERNEL
 void weight_by_key(const float* probs, const float* key_weight, size_t H, size_t T, float* out) {
   for (size_t h = 0; h < H; ++h)
     for (size_t a = 0; a < T; ++a)
@@ -55,68 +357,83 @@ void weight_by_key(const float* probs, const float* key_weight, size_t H, size_t
         out[(h * T + a) * T + b] = probs[(h * T + a) * T + b] * key_weight[h * T + b];
 }
 
-void summed_transformed_norm(const float* probs, const float* fx, size_t H, size_t T, size_t D,
-                             float* out) {
-  std::vector<float> sum(D);
-  for (size_t a = 0; a < T; ++a)
-    for (size_t b = 0; b < T; ++b) {
-      std::fill(sum.begin(), sum.end(), 0.0f);
-      for (size_t h = 0; h < H; ++h) {
-        const float p = probs[(h * T + a) * T + b];
-        const float* f = fx + (h * T + b) * D;
-        for (size_t e = 0; e < D; ++e) sum[e] += p * f[e];
-      }
-      out[a * T + b] = l2_norm(sum.data(), D);
-    }
+// sqrt(sum_h p_h sum_g p_g gram_hg) for `width` <= 4 keys; p[h * keys], gram[(h * H + g) * keys].
+LENSCHECK_INLINE void head_summed_norms(const float* p, const double* gram, size_t H, size_t keys,
+                                        float* out, size_t width) {
+  d4 sum = {};
+  for (size_t h = 0; h < H; ++h) {
+    d4 inner = {};
+    for (size_t g = 0; g < H; ++g)
+      inner += widen(p + g * keys) * load<d4>(gram + (h * H + g) * keys);
+    sum += widen(p + h * keys) * inner;
+  }
+  for (size_t j = 0; j < width; ++j) out[j] = static_cast<float>(std::sqrt(std::max(sum[j], 0.0)));
 }
 
-void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const float* beta, float eps) {
+// ||sum_h p_h f_h||² = sum_h p_h sum_g p_g <f_h, f_g>: the Gram matrix of each key's H vectors,
+// once, then a quadratic form per query and key: O(T H² D + T² H²) rather than O(T² H D).
+// All of it in double, so the only rounding to float is the last one.
+LENSCHECK_KERNEL
+void summed_transformed_norm(const float* probs, const float* fx, size_t H, size_t T, size_t D,
+                             float* out) {
+  const size_t keys = (T + 3) / 4 * 4;  // padded with zeros to whole vectors
+  std::vector<double> gram(H * H * keys, 0.0);  // gram[(h * H + g) * keys + b]
+  for (size_t b = 0; b < T; ++b)
+    for (size_t h = 0; h < H; ++h)
+      for (size_t g = 0; g <= h; ++g)
+        gram[(h * H + g) * keys + b] = gram[(g * H + h) * keys + b] =
+            sum_of_products(fx + (h * T + b) * D, fx + (g * T + b) * D, D, 0.0);
+  std::vector<float> p(H * keys, 0.0f);  // one query's row of every head
+  for (size_t a = 0; a < T; ++a) {
+    for (size_t h = 0; h < H; ++h) std::copy_n(probs + (h * T + a) * T, T, &p[h * keys]);
+    for (size_t b0 = 0; b0 < T; b0 += 4)
+      head_summed_norms(p.data() + b0, gram.data() + b0, H, keys, out + a * T + b0,
+                        std::min<size_t>(4, T - b0));
+  }
+}
+
+LENSCHECK_KERNEL
+void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const float* beta,
+                float eps) {
   for (size_t r = 0; r < rows; ++r) {
     float* xr = x + r * dim;
-    double mean = 0;
-    for (size_t i = 0; i < dim; ++i) mean += xr[i];
-    mean /= static_cast<double>(dim);
-    double var = 0;
-    for (size_t i = 0; i < dim; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-    var /= static_cast<double>(dim);
+    const double mean = sum_of(xr, dim) / static_cast<double>(dim);
+    const double var = sum_of_products(xr, xr, dim, mean) / static_cast<double>(dim);
     const double inv = 1.0 / std::sqrt(var + static_cast<double>(eps));
     for (size_t i = 0; i < dim; ++i)
       xr[i] = static_cast<float>((xr[i] - mean) * inv) * gamma[i] + beta[i];
   }
 }
 
+LENSCHECK_KERNEL
 void softmax_rows(float* x, size_t rows, size_t cols) {
   for (size_t r = 0; r < rows; ++r) {
     float* xr = x + r * cols;
-    const float max = *std::max_element(xr, xr + cols);
-    double sum = 0;
-    for (size_t c = 0; c < cols; ++c) {
-      xr[c] = std::exp(xr[c] - max);
-      sum += xr[c];
-    }
-    const float total = static_cast<float>(sum);
+    const float max = max_of(xr, cols);
+    map_in_place(xr, cols, max, ExpShifted{max});
+    const float total = static_cast<float>(sum_of(xr, cols));
     for (size_t c = 0; c < cols; ++c) xr[c] /= total;
   }
 }
 
+LENSCHECK_KERNEL
 void gelu_erf(float* x, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+  map_in_place(x, n, 0.0f, GeluErf{});
 }
 
+LENSCHECK_KERNEL
 void gelu_tanh(float* x, size_t n) {
-  constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
-  for (size_t i = 0; i < n; ++i)
-    x[i] = 0.5f * x[i] * (1.0f + std::tanh(k * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+  map_in_place(x, n, 0.0f, GeluTanh{});
 }
 
+LENSCHECK_KERNEL
 void relu(float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] = std::max(x[i], 0.0f);
 }
 
+LENSCHECK_KERNEL
 float l2_norm(const float* x, size_t n) {
-  double s = 0;
-  for (size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
-  return static_cast<float>(std::sqrt(s));
+  return static_cast<float>(std::sqrt(sum_of_products(x, x, n, 0.0)));
 }
 
 }  // namespace lenscheck::runtime

@@ -1,0 +1,220 @@
+// The runtime's forward pass against the libtorch oracle, and against this core's fp32 peak.
+// Every figure of the closing table is a ratio of medians measured in this one run: oracle and
+// runtime repetitions are interleaved at random, so a noisy neighbour slows both alike.
+//
+//   build/bench/forward_bench --model build/fixtures/bert-mini [--repetitions 7] [--benchmark_*]
+#include <benchmark/benchmark.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "model/tokenizer.h"
+#include "oracle/oracle.h"
+#include "runtime/encoder.h"
+
+namespace {
+
+using namespace lenscheck;
+
+constexpr size_t kLengths[] = {16, 128, 512};
+// Issue 7: runtime (trace on) time / oracle time must not exceed these.
+constexpr double kTargets[] = {0.5, 1.0, 1.0};
+
+// [CLS], the sentence's pieces repeated to fill `tokens`, [SEP]; each piece its own word.
+Encoding encoding_of_length(const BertTokenizer& tokenizer, size_t tokens) {
+  const Encoding sentence = tokenizer.encode("The nurse handed the doctor the scissors.", 512);
+  const std::vector<int64_t> pieces(sentence.ids.begin() + 1, sentence.ids.end() - 1);
+  const Vocab& vocab = tokenizer.vocab();
+  Encoding e;
+  auto push = [&](int64_t id, int word) {
+    e.ids.push_back(id);
+    e.tokens.push_back(vocab.token(static_cast<int>(id)));
+    e.word_ids.push_back(word);
+    if (word >= 0) e.words.push_back(e.tokens.back());
+  };
+  push(vocab.cls_id(), -1);
+  for (size_t i = 0; i + 2 < tokens; ++i) push(pieces[i % pieces.size()], static_cast<int>(i));
+  push(vocab.sep_id(), -1);
+  return e;
+}
+
+// Flop of one forward (a multiply-add counts two): the linear layers, scores and context, and
+// f(x) = v W_O[h] of every head and token (which the runtime computes with the trace on or off).
+// Softmax, LayerNorm, GELU and the norms are O(T·D) and left out; so is the head-summed lens,
+// computed only with the trace on.
+double forward_flops(const BertConfig& c, size_t tokens) {
+  const double T = static_cast<double>(tokens), D = c.hidden_size, I = c.intermediate_size,
+               H = c.num_attention_heads, Dh = D / H;
+  const double per_layer = 2 * T * D * 3 * D      // query, key, value
+                           + 2 * H * T * T * Dh   // scores
+                           + 2 * H * T * T * Dh   // context
+                           + 2 * T * D * D        // attention output
+                           + 2 * T * D * D        // f(x) of every head and token
+                           + 2 * 2 * T * D * I;   // intermediate and output
+  return per_layer * c.num_hidden_layers;
+}
+
+#if defined(__x86_64__)
+// Independent accumulator chains keep both FP pipe pairs busy; `one` and `zero` are opaque, so
+// the values never change and nothing folds.
+constexpr int kChains = 6;
+constexpr long kPeakSteps = 1 << 16;
+
+__attribute__((target("avx2,fma"))) float fma_loop(float one, float zero) {
+  const __m256 a = _mm256_set1_ps(one), b = _mm256_set1_ps(zero);
+  __m256 acc[2 * kChains];
+  for (auto& x : acc) x = _mm256_set1_ps(1.0f);
+  for (long s = 0; s < kPeakSteps; ++s)
+    for (auto& x : acc) x = _mm256_fmadd_ps(x, a, b);
+  float out = 0;
+  for (auto& x : acc) out += _mm256_cvtss_f32(x);
+  return out;
+}
+constexpr double kFmaLoopFlops = 2.0 * kChains * 8 * 2 * kPeakSteps;
+
+// What the runtime's kernels can use: AVX multiplies and adds, no FMA (the runtime never fuses,
+// so its results are the same bits with or without AVX).
+__attribute__((target("avx2"))) float mul_add_loop(float one, float zero) {
+  const __m256 a = _mm256_set1_ps(one), b = _mm256_set1_ps(zero);
+  __m256 m[kChains], s[kChains];
+  for (int i = 0; i < kChains; ++i) m[i] = s[i] = _mm256_set1_ps(1.0f);
+  for (long step = 0; step < kPeakSteps; ++step)
+    for (int i = 0; i < kChains; ++i) {
+      m[i] = _mm256_mul_ps(m[i], a);
+      s[i] = _mm256_add_ps(s[i], b);
+    }
+  float out = 0;
+  for (int i = 0; i < kChains; ++i) out += _mm256_cvtss_f32(m[i]) + _mm256_cvtss_f32(s[i]);
+  return out;
+}
+constexpr double kMulAddLoopFlops = 2.0 * kChains * 8 * kPeakSteps;
+#endif
+
+// Keeps the medians of real time (seconds per iteration) and CPU time, by benchmark name.
+class MedianReporter : public benchmark::ConsoleReporter {
+ public:
+  struct Median {
+    double real_s = 0, cpu_s = 0;
+  };
+  std::map<std::string, Median> medians;
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs)
+      if (r.aggregate_name == "median") {
+        const double unit = benchmark::GetTimeUnitMultiplier(r.time_unit);
+        medians[r.run_name.function_name] = {r.GetAdjustedRealTime() / unit,
+                                             r.GetAdjustedCPUTime() / unit};
+      }
+  }
+};
+
+std::string flag_value(int& argc, char** argv, const char* name, std::string fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) {
+      fallback = argv[i + 1];
+      for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];
+      argc -= 2;
+      break;
+    }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string model = flag_value(argc, argv, "--model", LENSCHECK_FIXTURE_DIR "/bert-mini");
+  const int repetitions = std::stoi(flag_value(argc, argv, "--repetitions", "7"));
+  std::vector<char*> args(argv, argv + argc);
+  char interleave[] = "--benchmark_enable_random_interleaving=true";
+  args.insert(args.begin() + 1, interleave);  // the caller's own flags, later, still win
+  int args_count = static_cast<int>(args.size());
+  benchmark::Initialize(&args_count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
+
+  const Checkpoint ck = load_checkpoint(model);
+  oracle::Oracle::set_threads(1);
+  const oracle::Oracle oracle(ck.config, ck.weights, oracle::Precision::fp32);
+  const runtime::Encoder encoder(ck.config, ck.weights);
+  const BertTokenizer tokenizer(ck.vocab);
+  std::vector<Encoding> inputs;
+  for (size_t T : kLengths) inputs.push_back(encoding_of_length(tokenizer, T));
+
+  auto add = [&](const std::string& name, auto body) {
+    benchmark::RegisterBenchmark(name.c_str(), body)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->MinTime(0.2)
+        ->Repetitions(repetitions)
+        ->ReportAggregatesOnly(true);
+  };
+#if defined(__x86_64__)
+  static volatile float one = 1.0f, zero = 0.0f;
+  add("peak/avx2_fma", [](benchmark::State& s) {
+    for (auto _ : s) benchmark::DoNotOptimize(fma_loop(one, zero));
+  });
+  add("peak/avx_mul_add", [](benchmark::State& s) {
+    for (auto _ : s) benchmark::DoNotOptimize(mul_add_loop(one, zero));
+  });
+#endif
+  for (const Encoding& e : inputs) {
+    const std::string T = std::to_string(e.ids.size());
+    add("oracle_fp32/T=" + T, [&](benchmark::State& s) {
+      for (auto _ : s) benchmark::DoNotOptimize(oracle.forward(e));
+    });
+    add("runtime_trace/T=" + T, [&](benchmark::State& s) {
+      for (auto _ : s) benchmark::DoNotOptimize(encoder.forward(e, true));
+    });
+    add("runtime_no_trace/T=" + T, [&](benchmark::State& s) {
+      for (auto _ : s) benchmark::DoNotOptimize(encoder.forward(e, false));
+    });
+  }
+
+  MedianReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  auto& m = reporter.medians;
+  std::printf("\noracle: %s\n", oracle::Oracle::backend().c_str());
+  double peak = 0;  // 0: not measured on this architecture, or filtered out
+#if defined(__x86_64__)
+  if (m.count("peak/avx2_fma") && m.count("peak/avx_mul_add")) {
+    peak = kFmaLoopFlops / m["peak/avx2_fma"].real_s / 1e9;
+    std::printf("fp32 peak of one core, measured: %.1f GFLOP/s with AVX2 FMA (%.1f GFLOP/s with "
+                "AVX multiplies and adds, the runtime's instructions)\n",
+                peak, kMulAddLoopFlops / m["peak/avx_mul_add"].real_s / 1e9);
+  }
+#endif
+  std::printf("medians of %d repetitions, single thread\n\n", repetitions);
+  std::printf("| T | oracle fp32 | runtime, trace on | runtime / oracle | target | same, CPU time | "
+              "runtime, trace off | trace off GFLOP/s | %% of fp32 peak |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < std::size(kLengths); ++i) {
+    const std::string T = std::to_string(kLengths[i]);
+    if (!m.count("oracle_fp32/T=" + T) || !m.count("runtime_trace/T=" + T) ||
+        !m.count("runtime_no_trace/T=" + T))
+      continue;  // a --benchmark_filter left this length out
+    const auto o = m["oracle_fp32/T=" + T], on = m["runtime_trace/T=" + T],
+               off = m["runtime_no_trace/T=" + T];
+    const double ratio = on.real_s / o.real_s;
+    const double gflops = forward_flops(ck.config, kLengths[i]) / off.real_s / 1e9;
+    const std::string share =
+        peak > 0 ? std::to_string(std::lround(100 * gflops / peak)) + " %" : "n/a";
+    std::printf("| %s | %.2f ms | %.2f ms | %.2f× %s | ≤ %.1f× | %.2f× | %.2f ms | %.1f | %s |\n",
+                T.c_str(), o.real_s * 1e3, on.real_s * 1e3, ratio,
+                ratio <= kTargets[i] ? "met" : "MISSED", kTargets[i], on.cpu_s / o.cpu_s,
+                off.real_s * 1e3, gflops, share.c_str());
+  }
+  for (const auto& [name, med] : m)
+    if (name.starts_with("oracle") && med.cpu_s > 1.2 * med.real_s)
+      std::printf("warning: %s used %.1f cores; set OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1\n",
+                  name.c_str(), med.cpu_s / med.real_s);
+  return 0;
+}
