@@ -37,7 +37,9 @@ Encoding encode_sentence(const BertTokenizer& tokenizer, const Sentence& s, size
   try {
     return tokenizer.encode(s.text, max_tokens);
   } catch (const TokenizerError& e) {
-    throw InputError(file, fmt::format("line {}: sentence \"{}\": {}", s.line, s.id, e.what()));
+    // A sentence from the command line (--text) has no line.
+    const std::string at = s.line > 0 ? fmt::format("line {}: ", s.line) : "";
+    throw InputError(file, fmt::format("{}sentence \"{}\": {}", at, s.id, e.what()));
   }
 }
 

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <yaml-cpp/depthguard.h>
+
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "model/error.h"
 
@@ -15,6 +18,9 @@ YAML::Node load(const std::filesystem::path& file) {
     YAML::Node root = YAML::LoadFile(file.string());
     if (!root || root.IsNull()) throw InputError(file, "empty YAML document");
     return root;
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own message for it is "bad file"
+    throw InputError(file, fmt::format("line {}: malformed YAML: nested {} levels deep, too deep to read",
+                                       e.mark.line + 1, e.depth()));
   } catch (const YAML::Exception& e) {
     throw InputError(file, fmt::format("line {}: malformed YAML: {}", e.mark.line + 1, e.msg));
   }
@@ -35,8 +41,12 @@ void require_sequence(const std::filesystem::path& file, const YAML::Node& node,
 
 void only_keys(const std::filesystem::path& file, const YAML::Node& map,
                std::initializer_list<const char*> allowed) {
+  std::set<std::string> seen;
   for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) fail(file, kv.first, "a key must be a plain string");
+    const std::string key = kv.first.Scalar();
+    // yaml-cpp keeps a repeated key silently and lookups see only one of them: ambiguous input.
+    if (!seen.insert(key).second) fail(file, kv.first, fmt::format("duplicate key \"{}\"", key));
     bool known = false;
     for (const char* a : allowed) known = known || key == a;
     if (!known) {

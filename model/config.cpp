@@ -58,7 +58,7 @@ BertConfig load_config(const std::filesystem::path& file) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw InputError(file, fmt::format("not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) throw InputError(file, "config must be a JSON object");

@@ -32,6 +32,7 @@ Trace load_trace(const std::filesystem::path& file, const Vocab& vocab) {
   if (ids->shape.size() != 1 && !(ids->shape.size() == 2 && ids->shape[0] == 1))
     throw InputError(file, "input_ids must have shape [T] or [1, T]");
   trace.input_ids = st.read_i64(*ids);
+  if (trace.input_ids.empty()) throw InputError(file, "input_ids is empty");
   for (int64_t id : trace.input_ids)
     if (id < 0 || id >= static_cast<int64_t>(vocab.size()))
       throw InputError(file, fmt::format("input_ids holds {}, outside the vocabulary", id));
@@ -42,7 +43,15 @@ Trace load_trace(const std::filesystem::path& file, const Vocab& vocab) {
   trace.precision = get("precision");
   try {
     if (!get("tokens").empty()) trace.tokens = nlohmann::json::parse(get("tokens")).get<std::vector<std::string>>();
-    if (!get("word_ids").empty()) trace.word_ids = nlohmann::json::parse(get("word_ids")).get<std::vector<int>>();
+    if (!get("word_ids").empty()) {
+      // Checked element by element: nlohmann converts a non-integral or huge number to int unchecked.
+      for (const auto& w : nlohmann::json::parse(get("word_ids")).get<std::vector<nlohmann::json>>()) {
+        if (!w.is_number_integer() || w.get<int64_t>() < -1 ||
+            w.get<int64_t>() >= static_cast<int64_t>(trace.input_ids.size()))
+          throw InputError(file, fmt::format("__metadata__ word_ids holds {}, not -1 or a word index", w.dump()));
+        trace.word_ids.push_back(static_cast<int>(w.get<int64_t>()));
+      }
+    }
   } catch (const nlohmann::json::exception& e) {
     throw InputError(file, fmt::format("__metadata__ tokens/word_ids are not JSON arrays: {}", e.what()));
   }
@@ -50,6 +59,8 @@ Trace load_trace(const std::filesystem::path& file, const Vocab& vocab) {
     for (int64_t id : trace.input_ids) trace.tokens.push_back(vocab.token(static_cast<int>(id)));
   if (trace.tokens.size() != trace.input_ids.size())
     throw InputError(file, "__metadata__ tokens and input_ids differ in length");
+  if (!trace.word_ids.empty() && trace.word_ids.size() != trace.input_ids.size())
+    throw InputError(file, "__metadata__ word_ids and input_ids differ in length");
 
   for (const TensorEntry& e : st.entries()) {
     if (e.name == "input_ids") continue;

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 packages=(cmake g++ ninja-build pkg-config
           libtorch-dev libopenblas0-pthread   # without OpenBLAS, libtorch falls back to the reference BLAS
           libgtest-dev librapidcheck-dev libbenchmark-dev
-          libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libicu-dev libssl-dev)
+          libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libicu-dev libssl-dev
+          clang libclang-rt-14-dev)   # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
 command -v npm >/dev/null || packages+=(npm)
 
 missing=()
