@@ -5,32 +5,11 @@
 #include "harness/planted.h"
 #include "harness/verify_report.h"
 #include "model/safetensors.h"
+#include "model/seeded_rng.h"
 
 namespace lenscheck {
 
 namespace {
-
-// splitmix64, and a normal variate as the Irwin–Hall sum of 12 uniforms: plain integer and
-// fixed-order double arithmetic, so a seed gives the same checkpoint bytes on every machine.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double normal() {
-    double s = 0;
-    for (int i = 0; i < 12; ++i) s += uniform();
-    return s - 6.0;
-  }
-
- private:
-  uint64_t state_;
-};
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -53,7 +32,7 @@ BertConfig fixture_config(bool tiny, int vocab_size) {
 }
 
 BertWeights seeded_weights(const BertConfig& config, uint64_t seed) {
-  Rng rng(seed);
+  SeededRng rng(seed);
   BertWeights w;
   for_each_param(config, w, [&](const std::string& name, Param& p, const std::vector<int64_t>& shape) {
     p.shape = shape;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "model/seeded_rng.h"
 #include "runtime/kernels.h"
 
 namespace lenscheck {
@@ -41,29 +42,6 @@ namespace prop {
 namespace {
 
 constexpr int kFirstPiece = 5;  // after [PAD] [UNK] [CLS] [SEP] [MASK]
-
-// splitmix64, and a normal variate as the Irwin-Hall sum of 12 uniforms (as the fixture writer
-// draws its weights): integer and fixed-order double arithmetic only, no libm, so a seed draws the
-// same weights on every machine.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double normal() {
-    double s = 0;
-    for (int i = 0; i < 12; ++i) s += uniform();
-    return s - 6.0;
-  }
-
- private:
-  uint64_t state_;
-};
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -120,7 +98,7 @@ rc::Gen<BertConfig> small_config() {
 // Embeddings are unit normal (the LayerNorm that follows removes their scale); LayerNorm gains are
 // 1 + N(0, 0.1), biases N(0, 0.1), seeded like a trained model's so dropping one is visible.
 BertWeights random_weights(const BertConfig& config, uint64_t seed) {
-  Rng rng(seed);
+  SeededRng rng(seed);
   BertWeights w;
   for_each_param(config, w, [&](const std::string& name, Param& p, const std::vector<int64_t>& shape) {
     p.shape = shape;
