@@ -5,7 +5,6 @@
 #include "harness/planted.h"
 #include "harness/verify_report.h"
 #include "model/safetensors.h"
-#include "model/seeded_rng.h"
 
 namespace lenscheck {
 
@@ -31,18 +30,10 @@ BertConfig fixture_config(bool tiny, int vocab_size) {
   return c;
 }
 
-BertWeights seeded_weights(const BertConfig& config, uint64_t seed) {
-  SeededRng rng(seed);
-  BertWeights w;
-  for_each_param(config, w, [&](const std::string& name, Param& p, const std::vector<int64_t>& shape) {
-    p.shape = shape;
-    size_t n = 1;
-    for (int64_t d : shape) n *= static_cast<size_t>(d);
-    p.values.resize(n);
-    const double base = ends_with(name, "LayerNorm.weight") ? 1.0 : 0.0;
-    for (float& v : p.values) v = static_cast<float>(base + 0.02 * rng.normal());
+BertWeights bert_init_weights(const BertConfig& config, uint64_t seed) {
+  return seeded_weights(config, seed, [](const std::string& name, const std::vector<int64_t>&) {
+    return Spread{ends_with(name, "LayerNorm.weight") ? 1.0 : 0.0, 0.02};
   });
-  return w;
 }
 
 void make_fixture(const FixtureOptions& o) {
@@ -51,7 +42,7 @@ void make_fixture(const FixtureOptions& o) {
   const int vocab_size = static_cast<int>(vocab.size());
   const BertConfig config = o.planted_sink ? planted_config(vocab_size) : fixture_config(o.tiny, vocab_size);
   BertWeights weights = o.planted_sink ? PlantedSink(config, o.seed).weights(vocab.cls_id(), vocab.sep_id())
-                                       : seeded_weights(config, o.seed);
+                                       : bert_init_weights(config, o.seed);
 
   const std::string prefix = o.prefixed ? "bert." : "";
   const DType dtype = o.float64 ? DType::F64 : DType::F32;

@@ -23,7 +23,7 @@ BertConfig fixture_config(bool tiny, int vocab_size);
 
 // Seeded weights at BERT's initialiser scale, N(0, 0.02). Unlike a fresh BERT, biases and LayerNorm
 // parameters are seeded too (as in a trained model), so a fault that drops one is visible.
-BertWeights seeded_weights(const BertConfig& config, uint64_t seed);
+BertWeights bert_init_weights(const BertConfig& config, uint64_t seed);
 
 void make_fixture(const FixtureOptions& options);
 

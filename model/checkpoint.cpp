@@ -7,6 +7,7 @@
 
 #include "model/error.h"
 #include "model/safetensors.h"
+#include "model/seeded_rng.h"
 #include "model/sha256.h"
 
 namespace lenscheck {
@@ -42,6 +43,21 @@ void for_each_param(const BertConfig& c, BertWeights& w,
     visit(p + "output.LayerNorm.weight", L.output_ln_g, {D});
     visit(p + "output.LayerNorm.bias", L.output_ln_b, {D});
   }
+}
+
+BertWeights seeded_weights(const BertConfig& config, uint64_t seed,
+                           const std::function<Spread(const std::string&, const std::vector<int64_t>&)>& spread) {
+  SeededRng rng(seed);
+  BertWeights w;
+  for_each_param(config, w, [&](const std::string& name, Param& p, const std::vector<int64_t>& shape) {
+    p.shape = shape;
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    p.values.resize(n);
+    const Spread s = spread(name, shape);
+    for (float& v : p.values) v = static_cast<float>(s.mean + s.sd * rng.normal());
+  });
+  return w;
 }
 
 namespace {

@@ -32,6 +32,14 @@ void for_each_param(const BertConfig& config, BertWeights& weights,
                     const std::function<void(const std::string& name, Param& param,
                                              const std::vector<int64_t>& shape)>& visit);
 
+// Every parameter drawn, in for_each_param's order, as mean + sd * N(0, 1) from SeededRng(seed), with
+// mean and sd chosen per parameter: the one way generated checkpoints get their weights.
+struct Spread {
+  double mean, sd;
+};
+BertWeights seeded_weights(const BertConfig& config, uint64_t seed,
+                           const std::function<Spread(const std::string& name, const std::vector<int64_t>& shape)>& spread);
+
 struct Checkpoint {
   std::filesystem::path dir;
   BertConfig config;

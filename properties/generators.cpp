@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "model/seeded_rng.h"
 #include "runtime/kernels.h"
 
 namespace lenscheck {
@@ -98,20 +97,12 @@ rc::Gen<BertConfig> small_config() {
 // Embeddings are unit normal (the LayerNorm that follows removes their scale); LayerNorm gains are
 // 1 + N(0, 0.1), biases N(0, 0.1), seeded like a trained model's so dropping one is visible.
 BertWeights random_weights(const BertConfig& config, uint64_t seed) {
-  SeededRng rng(seed);
-  BertWeights w;
-  for_each_param(config, w, [&](const std::string& name, Param& p, const std::vector<int64_t>& shape) {
-    p.shape = shape;
-    size_t n = 1;
-    for (int64_t d : shape) n *= static_cast<size_t>(d);
-    double mean = 0, sd = 0.1;
-    if (ends_with(name, "LayerNorm.weight")) mean = 1;
-    else if (ends_with(name, "embeddings.weight")) sd = 1;
-    else if (ends_with(name, ".weight")) sd = 1 / std::sqrt(static_cast<double>(shape[1]));
-    p.values.resize(n);
-    for (float& v : p.values) v = static_cast<float>(mean + sd * rng.normal());
+  return seeded_weights(config, seed, [](const std::string& name, const std::vector<int64_t>& shape) {
+    if (ends_with(name, "LayerNorm.weight")) return Spread{1, 0.1};
+    if (ends_with(name, "embeddings.weight")) return Spread{0, 1};
+    if (ends_with(name, ".weight")) return Spread{0, 1 / std::sqrt(static_cast<double>(shape[1]))};
+    return Spread{0, 0.1};
   });
-  return w;
 }
 
 Vocab model_vocab(int vocab_size) {
