@@ -41,9 +41,10 @@ void linear_shape(benchmark::State& state, size_t in, size_t out) {
   const size_t T = static_cast<size_t>(state.range(0));
   const auto x = random_values(T * in, 1.0f, 1), wt = random_values(in * out, 0.02f, 2),
              b = random_values(out, 0.02f, 3);
+  const PackedWeight packed = pack_weight(wt.data(), in, out);
   std::vector<float> y(T * out);
   for (auto _ : state) {
-    linear(x.data(), T, in, wt.data(), b.data(), out, y.data());
+    linear(x.data(), T, packed, b.data(), y.data());
     benchmark::DoNotOptimize(y.data());
   }
   report(state, 2.0 * static_cast<double>(T * in * out));
@@ -53,16 +54,14 @@ void linear_qkv(benchmark::State& s) { linear_shape(s, D, D); }
 void linear_intermediate(benchmark::State& s) { linear_shape(s, D, I); }
 void linear_output(benchmark::State& s) { linear_shape(s, I, D); }
 
-// f(x) = v W_O[h] as runtime/encoder.cpp computes it: one token and head at a time.
-void linear_per_token(benchmark::State& state) {
+// f(x) = v W_O[h] of every head and token.
+void transform(benchmark::State& state) {
   const size_t T = static_cast<size_t>(state.range(0));
   const auto v = random_values(T * D, 1.0f, 1), wt = random_values(D * D, 0.02f, 2);
+  const PackedWeight packed = pack_weight(wt.data(), D, D);
   std::vector<float> fx(H * T * D);
   for (auto _ : state) {
-    for (size_t h = 0; h < H; ++h)
-      for (size_t t = 0; t < T; ++t)
-        linear(v.data() + t * D + h * Dh, 1, Dh, wt.data() + h * Dh * D, nullptr, D,
-               fx.data() + (h * T + t) * D);
+    head_transform(v.data(), T, H, Dh, packed, nullptr, fx.data());
     benchmark::DoNotOptimize(fx.data());
   }
   report(state, 2.0 * static_cast<double>(T * D * D));
@@ -170,7 +169,7 @@ void summed_norm(benchmark::State& state) {
 BENCHMARK(linear_qkv) SHAPES;
 BENCHMARK(linear_intermediate) SHAPES;
 BENCHMARK(linear_output) SHAPES;
-BENCHMARK(linear_per_token) SHAPES;
+BENCHMARK(transform) SHAPES;
 BENCHMARK(scores) SHAPES;
 BENCHMARK(softmax) SHAPES;
 BENCHMARK(context) SHAPES;

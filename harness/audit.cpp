@@ -198,7 +198,7 @@ AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned thre
   parallel_for(sentences.size(), threads, [&](size_t i) {
     const Sentence& s = sentences[i];
     const Encoding enc = encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), plan.sentences);
-    const Trace trace = encoder.forward(enc);
+    const Trace trace = encoder.forward(enc, Record::instrument);
     const WordLayout layout = WordLayout::of(trace);
     for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
       AuditRow row{s.id, w, enc.words, {}};

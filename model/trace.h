@@ -31,6 +31,14 @@ struct TensorSpec {
 // Every tensor a complete trace holds for `tokens` tokens, in forward order.
 std::vector<TensorSpec> trace_schema(const BertConfig& config, int64_t tokens);
 
+// What a forward pass keeps in its trace, besides the tokens.
+enum class Record {
+  everything,  // every tensor of trace_schema()
+  instrument,  // what the instrument shows and the audit reads: per layer attention.probs,
+               // value_norm, transformed_norm, lens.value_norm and lens.transformed_norm
+  output,      // the last layer's output alone: a plain forward, as a library's user runs one
+};
+
 struct Trace {
   std::string producer;   // e.g. "runtime fp32", "oracle fp64"
   std::string precision;  // "fp32" or "fp64": what the values were computed in

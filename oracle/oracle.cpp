@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -76,11 +77,12 @@ Oracle::Oracle(const BertConfig& config, const BertWeights& w, Precision precisi
 Oracle::~Oracle() = default;
 Oracle::Oracle(Oracle&&) noexcept = default;
 
-Trace Oracle::forward(const Encoding& enc) const {
+Trace Oracle::forward(const Encoding& enc, Record record) const {
   torch::NoGradGuard no_grad;
   const Impl& m = *impl_;
   const int64_t T = static_cast<int64_t>(enc.ids.size()), D = m.config.hidden_size,
                 H = m.config.num_attention_heads, Dh = D / H;
+  const bool everything = record == Record::everything, lenses = record != Record::output;
 
   Trace trace;
   trace.precision = m.dtype == torch::kFloat64 ? "fp64" : "fp32";
@@ -92,22 +94,24 @@ Trace Oracle::forward(const Encoding& enc) const {
   const auto ids = torch::tensor(enc.ids, torch::kInt64);
   auto x = F::embedding(ids, m.word) + m.position.slice(0, 0, T) + m.token_type[0];
   x = m.layer_norm(x, m.ln_g, m.ln_b);
-  trace.add("embeddings.output", to_trace(x));
+  if (everything) trace.add("embeddings.output", to_trace(x));
 
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const TorchLayer& L = m.layers[l];
     const std::string p = "layer." + std::to_string(l) + ".";
     auto per_head = [&](const torch::Tensor& t) { return t.view({T, H, Dh}).transpose(0, 1); };
-    const auto q = per_head(F::linear(x, L.wq, L.bq));  // [H, T, Dh]
-    const auto k = per_head(F::linear(x, L.wk, L.bk));
-    const auto v = per_head(F::linear(x, L.wv, L.bv));
-    trace.add(p + "attention.query", to_trace(q));
-    trace.add(p + "attention.key", to_trace(k));
-    trace.add(p + "attention.value", to_trace(v));
-    const auto scores = torch::matmul(q, k.transpose(1, 2)) / std::sqrt(static_cast<double>(Dh));
-    trace.add(p + "attention.scores", to_trace(scores));
-    trace.add(p + "attention.context",
-              to_trace(torch::matmul(torch::softmax(scores, -1), v).transpose(0, 1).reshape({T, D})));
+    const auto v = lenses ? per_head(F::linear(x, L.wv, L.bv)) : torch::Tensor();  // [H, T, Dh]
+    if (everything) {
+      const auto q = per_head(F::linear(x, L.wq, L.bq));
+      const auto k = per_head(F::linear(x, L.wk, L.bk));
+      trace.add(p + "attention.query", to_trace(q));
+      trace.add(p + "attention.key", to_trace(k));
+      trace.add(p + "attention.value", to_trace(v));
+      const auto scores = torch::matmul(q, k.transpose(1, 2)) / std::sqrt(static_cast<double>(Dh));
+      trace.add(p + "attention.scores", to_trace(scores));
+      trace.add(p + "attention.context",
+                to_trace(torch::matmul(torch::softmax(scores, -1), v).transpose(0, 1).reshape({T, D})));
+    }
 
     // The attention block itself, probabilities and output projection, is PyTorch's own
     // multi_head_attention_forward: the trace's probs and output come from it, independently of
@@ -119,36 +123,44 @@ Trace Oracle::forward(const Encoding& enc) const {
                                                 torch::Tensor(), torch::Tensor(), false, 0.0, L.wo,
                                                 L.bo)
             .training(false)
-            .need_weights(true)
+            .need_weights(lenses)
             .average_attn_weights(false)
             .use_separate_proj_weight(true)
             .q_proj_weight(L.wq)
             .k_proj_weight(L.wk)
             .v_proj_weight(L.wv));
-    trace.add(p + "attention.probs", to_trace(probs.squeeze(0)));
     const auto attention = m.layer_norm(attended.squeeze(1) + x, L.ln1_g, L.ln1_b);
-    trace.add(p + "attention.output", to_trace(attention));
+    if (lenses) {
+      const auto alpha = probs.squeeze(0);  // [H, T, T]
+      trace.add(p + "attention.probs", to_trace(alpha));
+      if (everything) trace.add(p + "attention.output", to_trace(attention));
 
-    // Kobayashi et al. 2020: f(x) = v W_O[h], the head's slice of the output dense weight, no b_O.
-    const auto value_norm = torch::linalg::vector_norm(v, 2, {-1}, false, {});  // [H, T]
-    trace.add(p + "value_norm", to_trace(value_norm));
-    const auto wo_heads = L.wo.view({D, H, Dh}).permute({1, 2, 0});  // [H, Dh, D]
-    const auto fx = torch::bmm(v, wo_heads);                        // [H, T, D]
-    const auto transformed_norm = torch::linalg::vector_norm(fx, 2, {-1}, false, {});  // [H, T]
-    trace.add(p + "transformed_norm", to_trace(transformed_norm));
-    trace.add(p + "lens.value_norm", to_trace(probs.squeeze(0) * value_norm.unsqueeze(1)));
-    trace.add(p + "lens.transformed_norm", to_trace(probs.squeeze(0) * transformed_norm.unsqueeze(1)));
-    // ||sum_h alpha_h[i, j] f_h(x_j)|| one query row at a time: the full [T, T, D] would not fit at T = 512.
-    std::vector<torch::Tensor> summed;
-    for (int64_t i = 0; i < T; ++i)
-      summed.push_back(torch::linalg::vector_norm(torch::einsum("hj,hjd->jd", {probs[0].select(1, i), fx}),
-                                                  2, {-1}, false, {}));
-    trace.add(p + "lens.summed_transformed_norm", to_trace(torch::stack(summed)));
+      // Kobayashi et al. 2020: f(x) = v W_O[h], the head's slice of the output dense weight, no b_O.
+      const auto value_norm = torch::linalg::vector_norm(v, 2, {-1}, false, {});  // [H, T]
+      trace.add(p + "value_norm", to_trace(value_norm));
+      const auto wo_heads = L.wo.view({D, H, Dh}).permute({1, 2, 0});  // [H, Dh, D]
+      const auto fx = torch::bmm(v, wo_heads);                        // [H, T, D]
+      const auto transformed_norm = torch::linalg::vector_norm(fx, 2, {-1}, false, {});  // [H, T]
+      trace.add(p + "transformed_norm", to_trace(transformed_norm));
+      trace.add(p + "lens.value_norm", to_trace(alpha * value_norm.unsqueeze(1)));
+      trace.add(p + "lens.transformed_norm", to_trace(alpha * transformed_norm.unsqueeze(1)));
+      if (everything) {
+        // ||sum_h alpha_h[i, j] f_h(x_j)|| for a block of query rows at a time: the whole
+        // [T, T, D] would take 512 MiB at T = 512 in fp64; blocks keep it to about 32 MiB.
+        const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));
+        std::vector<torch::Tensor> summed;
+        for (int64_t i = 0; i < T; i += block)
+          summed.push_back(torch::linalg::vector_norm(
+              torch::einsum("hij,hjd->ijd", {alpha.slice(1, i, std::min(T, i + block)), fx}), 2, {-1},
+              false, {}));
+        trace.add(p + "lens.summed_transformed_norm", to_trace(torch::cat(summed)));
+      }
+    }
 
     const auto inter = m.activation(F::linear(attention, L.wi, L.bi));
-    trace.add(p + "intermediate", to_trace(inter));
+    if (everything) trace.add(p + "intermediate", to_trace(inter));
     x = m.layer_norm(F::linear(inter, L.wo2, L.bo2) + attention, L.ln2_g, L.ln2_b);
-    trace.add(p + "output", to_trace(x));
+    if (everything || (record == Record::output && l + 1 == m.layers.size())) trace.add(p + "output", to_trace(x));
   }
   return trace;
 }

@@ -18,7 +18,8 @@ class Oracle {
   ~Oracle();
   Oracle(Oracle&&) noexcept;
 
-  Trace forward(const Encoding& encoding) const;  // every tensor of trace_schema()
+  // Record::everything: every tensor of trace_schema(); Record::output: a plain libtorch forward.
+  Trace forward(const Encoding& encoding, Record record = Record::everything) const;
 
   // Which BLAS libtorch runs on and its thread count, for reports ("OpenBLAS 0.3.21, 1 thread").
   static std::string backend();

@@ -10,28 +10,45 @@ namespace lenscheck::runtime {
 
 namespace {
 
-std::vector<float> transposed(const Param& p) {
-  const size_t rows = static_cast<size_t>(p.shape[0]), cols = static_cast<size_t>(p.shape[1]);
-  std::vector<float> t(rows * cols);
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c) t[c * rows + r] = p.values[r * cols + c];
-  return t;
+// A torch Linear weight [out, in], packed as the [in, out] operand of linear().
+PackedWeight packed(const Param& p) {
+  const size_t out = static_cast<size_t>(p.shape[0]), in = static_cast<size_t>(p.shape[1]);
+  std::vector<float> t(in * out);
+  for (size_t o = 0; o < out; ++o)
+    for (size_t i = 0; i < in; ++i) t[i * out + o] = p.values[o * in + i];
+  return pack_weight(t.data(), in, out);
 }
 
-// Copies a float buffer into the trace under `name` when recording.
+// Copies float buffers into the trace under their names, as the record mode asks.
 class Recorder {
  public:
-  Recorder(Trace& trace, bool on) : trace_(trace), on_(on) {}
+  Recorder(Trace& trace, Record mode) : trace_(trace), mode_(mode) {}
+  Record mode() const { return mode_; }
+  // A tensor of the full trace only.
   void operator()(std::string name, std::vector<int64_t> shape, const float* data) {
-    if (!on_) return;
-    Tensor t(std::move(shape));
-    for (size_t i = 0; i < t.numel(); ++i) t.values[i] = data[i];
-    trace_.add(std::move(name), std::move(t));
+    if (mode_ == Record::everything) add(std::move(name), std::move(shape), data);
+  }
+  // A tensor the instrument shows.
+  void shown(std::string name, std::vector<int64_t> shape, const float* data) {
+    if (mode_ != Record::output) add(std::move(name), std::move(shape), data);
+  }
+  // The last layer's output.
+  void last(std::string name, std::vector<int64_t> shape, const float* data) {
+    if (mode_ != Record::instrument) add(std::move(name), std::move(shape), data);
   }
 
  private:
+  void add(std::string name, std::vector<int64_t> shape, const float* data) {
+    Tensor t;
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    t.shape = std::move(shape);
+    t.values.assign(data, data + n);
+    trace_.add(std::move(name), std::move(t));
+  }
+
   Trace& trace_;
-  bool on_;
+  Record mode_;
 };
 
 // Mutants only: the fault's own arithmetic, kept beside the seam rather than among the kernels.
@@ -55,12 +72,13 @@ void normalise_rows(float* x, size_t rows, size_t cols) {
   }
 }
 
-void linear_half_accumulate(const float* x, size_t rows, size_t in, const float* wt, const float* b, size_t out,
+// w is the torch Linear weight [out, in].
+void linear_half_accumulate(const float* x, size_t rows, size_t in, const float* w, const float* b, size_t out,
                             float* y) {
   for (size_t r = 0; r < rows; ++r)
     for (size_t o = 0; o < out; ++o) {
       _Float16 acc = static_cast<_Float16>(b[o]);
-      for (size_t i = 0; i < in; ++i) acc = static_cast<_Float16>(float(acc) + x[r * in + i] * wt[i * out + o]);
+      for (size_t i = 0; i < in; ++i) acc = static_cast<_Float16>(float(acc) + x[r * in + i] * w[o * in + i]);
       y[r * out + o] = float(acc);
     }
 }
@@ -71,12 +89,11 @@ Encoder::Encoder(const BertConfig& config, const BertWeights& weights, Fault fau
     : config_(config), weights_(weights), fault_(fault) {
   unit_gamma_.values.assign(static_cast<size_t>(config.hidden_size), 1.0f);
   for (const LayerWeights& w : weights.layers)
-    layers_.push_back({transposed(w.query_w), transposed(w.key_w), transposed(w.value_w),
-                       transposed(w.attention_out_w), transposed(w.intermediate_w),
-                       transposed(w.output_w), &w});
+    layers_.push_back({packed(w.query_w), packed(w.key_w), packed(w.value_w), packed(w.attention_out_w),
+                       packed(w.intermediate_w), packed(w.output_w), &w});
 }
 
-Trace Encoder::forward(const Encoding& enc, bool record) const {
+Trace Encoder::forward(const Encoding& enc, Record record) const {
   const size_t T = enc.ids.size(), D = static_cast<size_t>(config_.hidden_size),
                H = static_cast<size_t>(config_.num_attention_heads), Dh = D / H,
                I = static_cast<size_t>(config_.intermediate_size);
@@ -123,9 +140,9 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
     const LayerWeights& w = *L.w;
     const std::string p = "layer." + std::to_string(l) + ".";
 
-    linear(x.data(), T, D, L.query_wt.data(), w.query_b.values.data(), D, q.data());
-    linear(x.data(), T, D, L.key_wt.data(), w.key_b.values.data(), D, k.data());
-    linear(x.data(), T, D, L.value_wt.data(), w.value_b.values.data(), D, v.data());
+    linear(x.data(), T, L.query, w.query_b.values.data(), q.data());
+    linear(x.data(), T, L.key, w.key_b.values.data(), k.data());
+    linear(x.data(), T, L.value, w.value_b.values.data(), v.data());
     if (fault_ == Fault::key_as_value) v = k;
     if (fault_ == Fault::head_slice_off_by_one)
       for (auto* m : {&q, &k, &v})
@@ -134,7 +151,7 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
     // [T, H*Dh] -> [H, T, Dh] for the trace: the per-head layout both implementations share.
     for (const auto& [name, src] : {std::pair{"query", &q}, std::pair{"key", &k},
                                     std::pair{"value", &v}}) {
-      if (!record) break;
+      if (rec.mode() != Record::everything) break;
       for (size_t hh = 0; hh < H; ++hh)
         for (size_t tok = 0; tok < T; ++tok)
           for (size_t e = 0; e < Dh; ++e)
@@ -153,55 +170,57 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
       softmax_rows(scores.data(), H * T, T);
     }
     const std::vector<float>& probs = scores;
-    rec(p + "attention.probs", {h, t, t}, probs.data());
+    rec.shown(p + "attention.probs", {h, t, t}, probs.data());
 
     attend(probs.data(), v.data(), T, H, Dh, context.data());
     rec(p + "attention.context", {t, d}, context.data());
 
-    linear(context.data(), T, D, L.attention_out_wt.data(), w.attention_out_b.values.data(), D,
-           attention.data());
+    linear(context.data(), T, L.attention_out, w.attention_out_b.values.data(), attention.data());
     if (!(fault_ == Fault::attention_residual_skipped && l == 1))
       for (size_t e = 0; e < T * D; ++e) attention[e] += x[e];
     layer_norm(attention.data(), T, D, gamma(w.attention_ln_g),
                w.attention_ln_b.values.data(), eps);
     rec(p + "attention.output", {t, d}, attention.data());
 
-    // Kobayashi et al. 2020: ||v|| and ||f(x)|| with f(x) = v W_O[h] (the head's rows of the
-    // transposed output weight), b_O excluded; then the lenses weight attention by them.
-    const float* output_slices = fault_ == Fault::transposed_output_slice ? w.attention_out_w.values.data()
-                                                                            : L.attention_out_wt.data();
-    const float* f_bias = fault_ == Fault::transformed_norm_with_bias ? w.attention_out_b.values.data() : nullptr;
-    std::vector<float> unbiased(Dh);
-    for (size_t hh = 0; hh < H; ++hh)
-      for (size_t tok = 0; tok < T; ++tok) {
-        const float* vh = v.data() + tok * D + hh * Dh;
-        float* f = fx.data() + (hh * T + tok) * D;
-        linear(vh, 1, Dh, output_slices + hh * Dh * D, f_bias, D, f);
-        value_norm[hh * T + tok] = l2_norm(vh, Dh);
-        transformed_norm[hh * T + tok] = l2_norm(f, D);
-        switch (fault_) {
-          case Fault::value_norm_without_bias:
-            for (size_t e = 0; e < Dh; ++e) unbiased[e] = vh[e] - w.value_b.values[hh * Dh + e];
-            value_norm[hh * T + tok] = l2_norm(unbiased.data(), Dh);
-            break;
-          case Fault::squared_value_norm: value_norm[hh * T + tok] *= value_norm[hh * T + tok]; break;
-          case Fault::value_norm_over_all_heads: value_norm[hh * T + tok] = l2_norm(v.data() + tok * D, D); break;
-          default: break;
+    if (rec.mode() != Record::output) {  // a plain forward computes no lens
+      // Kobayashi et al. 2020: ||v|| and ||f(x)|| with f(x) = v W_O[h] (the head's rows of the
+      // transposed output weight), b_O excluded; then the lenses weight attention by them.
+      PackedWeight untransposed;  // Fault::transposed_output_slice reads W_O as if it were W_O^T
+      if (fault_ == Fault::transposed_output_slice)
+        untransposed = pack_weight(w.attention_out_w.values.data(), D, D);
+      const PackedWeight& output_slices =
+          fault_ == Fault::transposed_output_slice ? untransposed : L.attention_out;
+      const float* f_bias = fault_ == Fault::transformed_norm_with_bias ? w.attention_out_b.values.data() : nullptr;
+      head_transform(v.data(), T, H, Dh, output_slices, f_bias, fx.data());
+      std::vector<float> unbiased(Dh);
+      for (size_t hh = 0; hh < H; ++hh)
+        for (size_t tok = 0; tok < T; ++tok) {
+          const float* vh = v.data() + tok * D + hh * Dh;
+          value_norm[hh * T + tok] = l2_norm(vh, Dh);
+          transformed_norm[hh * T + tok] = l2_norm(fx.data() + (hh * T + tok) * D, D);
+          switch (fault_) {
+            case Fault::value_norm_without_bias:
+              for (size_t e = 0; e < Dh; ++e) unbiased[e] = vh[e] - w.value_b.values[hh * Dh + e];
+              value_norm[hh * T + tok] = l2_norm(unbiased.data(), Dh);
+              break;
+            case Fault::squared_value_norm: value_norm[hh * T + tok] *= value_norm[hh * T + tok]; break;
+            case Fault::value_norm_over_all_heads: value_norm[hh * T + tok] = l2_norm(v.data() + tok * D, D); break;
+            default: break;
+          }
         }
+      rec.shown(p + "value_norm", {h, t}, value_norm.data());
+      rec.shown(p + "transformed_norm", {h, t}, transformed_norm.data());
+      weight_by_key(probs.data(), value_norm.data(), H, T, lens.data());
+      rec.shown(p + "lens.value_norm", {h, t, t}, lens.data());
+      weight_by_key(probs.data(), transformed_norm.data(), H, T, lens.data());
+      rec.shown(p + "lens.transformed_norm", {h, t, t}, lens.data());
+      if (rec.mode() == Record::everything) {
+        summed_transformed_norm(probs.data(), fx.data(), H, T, D, lens.data());
+        rec(p + "lens.summed_transformed_norm", {t, t}, lens.data());
       }
-    rec(p + "value_norm", {h, t}, value_norm.data());
-    rec(p + "transformed_norm", {h, t}, transformed_norm.data());
-    weight_by_key(probs.data(), value_norm.data(), H, T, lens.data());
-    rec(p + "lens.value_norm", {h, t, t}, lens.data());
-    weight_by_key(probs.data(), transformed_norm.data(), H, T, lens.data());
-    rec(p + "lens.transformed_norm", {h, t, t}, lens.data());
-    if (record) {
-      summed_transformed_norm(probs.data(), fx.data(), H, T, D, lens.data());
-      rec(p + "lens.summed_transformed_norm", {t, t}, lens.data());
     }
 
-    linear(attention.data(), T, D, L.intermediate_wt.data(), w.intermediate_b.values.data(), I,
-           inter.data());
+    linear(attention.data(), T, L.intermediate, w.intermediate_b.values.data(), inter.data());
     switch (fault_ == Fault::gelu_tanh_approximation ? Activation::gelu_tanh : config_.activation()) {
       case Activation::gelu_erf: gelu_erf(inter.data(), T * I); break;
       case Activation::gelu_tanh: gelu_tanh(inter.data(), T * I); break;
@@ -209,12 +228,15 @@ Trace Encoder::forward(const Encoding& enc, bool record) const {
     }
     rec(p + "intermediate", {t, i_}, inter.data());
     if (fault_ == Fault::half_precision_ffn_output)
-      linear_half_accumulate(inter.data(), T, I, L.output_wt.data(), w.output_b.values.data(), D, out.data());
+      linear_half_accumulate(inter.data(), T, I, w.output_w.values.data(), w.output_b.values.data(), D, out.data());
     else
-      linear(inter.data(), T, I, L.output_wt.data(), w.output_b.values.data(), D, out.data());
+      linear(inter.data(), T, L.output, w.output_b.values.data(), out.data());
     for (size_t e = 0; e < T * D; ++e) out[e] += attention[e];
     layer_norm(out.data(), T, D, gamma(w.output_ln_g), w.output_ln_b.values.data(), eps);
-    rec(p + "output", {t, d}, out.data());
+    if (l + 1 == layers_.size())
+      rec.last(p + "output", {t, d}, out.data());
+    else
+      rec(p + "output", {t, d}, out.data());
     x.swap(out);
   }
   return trace;

@@ -61,8 +61,6 @@ struct Operand {
 };
 
 constexpr size_t kRows = 4, kVectors = 2, kPanel = 8 * kVectors;
-constexpr size_t kWideVectors = 8, kWidePanel = 8 * kWideVectors;  // one row at a time
-constexpr float kZeros[kWidePanel] = {};
 
 // A tile of R rows × 8V outputs; `b` holds 8V values per i, `init` 8V starting values.
 template <size_t R, size_t V>
@@ -119,18 +117,16 @@ LENSCHECK_INLINE void pack_panels(Operand b, size_t in, size_t out, float* packe
   }
 }
 
-// c[r, o] for rows × out, with a[r, i] = a[r * lda + i]; bias may be null (sums start at 0).
-LENSCHECK_INLINE void matmul(const float* a, size_t lda, size_t rows, size_t in, Operand b,
-                             size_t out, const float* bias, float scale, float* c, size_t ldc) {
-  const size_t panels = (out + kPanel - 1) / kPanel;
-  // Kept from call to call (one per thread), so that no call pages in fresh memory.
-  thread_local std::vector<float> packed;
-  packed.resize(std::max(packed.size(), panels * in * kPanel));
-  pack_panels(b, in, out, packed.data());
+// c[r, o] for rows × out, with a[r, i] = a[r * lda + i], from B already in panels: panel p's row i
+// starts at panels[p * panel_stride + i * kPanel]. bias may be null (sums start at 0).
+LENSCHECK_INLINE void matmul_panels(const float* a, size_t lda, size_t rows, size_t in,
+                                    const float* panels, size_t panel_stride, size_t out,
+                                    const float* bias, float scale, float* c, size_t ldc) {
+  const size_t count = (out + kPanel - 1) / kPanel;
   float init[kPanel];
-  for (size_t p = 0; p < panels; ++p) {
+  for (size_t p = 0; p < count; ++p) {
     const size_t o0 = p * kPanel, width = std::min(kPanel, out - o0);
-    const float* panel = packed.data() + p * in * kPanel;
+    const float* panel = panels + p * panel_stride;
     for (size_t j = 0; j < kPanel; ++j) init[j] = bias && j < width ? bias[o0 + j] : 0.0f;
     size_t r = 0;
     for (; r + kRows <= rows; r += kRows)
@@ -147,18 +143,14 @@ LENSCHECK_INLINE void matmul(const float* a, size_t lda, size_t rows, size_t in,
   }
 }
 
-// One row times a [in, out] weight read in place: copying B would cost as much as the product.
-LENSCHECK_INLINE void row_times(const float* x, size_t in, const float* wt, const float* bias,
-                                size_t out, float* y) {
-  size_t o0 = 0;
-  for (; o0 + kWidePanel <= out; o0 += kWidePanel)
-    tile<1, kWideVectors>(x, 0, in, wt + o0, out, bias ? bias + o0 : kZeros, 1.0f, y + o0, 0,
-                          kWidePanel);
-  for (size_t o = o0; o < out; ++o) {
-    float sum = bias ? bias[o] : 0.0f;
-    for (size_t i = 0; i < in; ++i) sum += x[i] * wt[i * out + o];
-    y[o] = sum;
-  }
+// The same product with B packed on the way in: activations (K, V) change with every call.
+LENSCHECK_INLINE void matmul(const float* a, size_t lda, size_t rows, size_t in, Operand b,
+                             size_t out, const float* bias, float scale, float* c, size_t ldc) {
+  // Kept from call to call (one per thread), so that no call pages in fresh memory.
+  thread_local std::vector<float> packed;
+  packed.resize(std::max(packed.size(), (out + kPanel - 1) / kPanel * in * kPanel));
+  pack_panels(b, in, out, packed.data());
+  matmul_panels(a, lda, rows, in, packed.data(), in * kPanel, out, bias, scale, c, ldc);
 }
 
 // ---- Sums in double ------------------------------------------------------------------------
@@ -323,13 +315,24 @@ LENSCHECK_INLINE void map_in_place(float* x, size_t n, float pad, F f) {
 }  // namespace
 
 LENSCHECK_KERNEL
-void linear(const float* x, size_t rows, size_t in, const float* wt, const float* b, size_t out,
-            float* y) {
-  if (rows < kRows) {
-    for (size_t r = 0; r < rows; ++r) row_times(x + r * in, in, wt, b, out, y + r * out);
-    return;
-  }
-  matmul(x, in, rows, in, {wt, out, 1}, out, b, 1.0f, y, out);
+PackedWeight pack_weight(const float* wt, size_t in, size_t out) {
+  PackedWeight w{in, out, std::vector<float>((out + kPanel - 1) / kPanel * in * kPanel)};
+  pack_panels({wt, out, 1}, in, out, w.panels.data());
+  return w;
+}
+
+LENSCHECK_KERNEL
+void linear(const float* x, size_t rows, const PackedWeight& w, const float* b, float* y) {
+  matmul_panels(x, w.in, rows, w.in, w.panels.data(), w.in * kPanel, w.out, b, 1.0f, y, w.out);
+}
+
+LENSCHECK_KERNEL
+void head_transform(const float* v, size_t T, size_t H, size_t Dh, const PackedWeight& w,
+                    const float* b, float* fx) {
+  // Head h's rows of the weight are rows h*Dh.. of every panel.
+  for (size_t h = 0; h < H; ++h)
+    matmul_panels(v + h * Dh, H * Dh, T, Dh, w.panels.data() + h * Dh * kPanel, w.in * kPanel,
+                  w.out, b, 1.0f, fx + h * T * w.out, w.out);
 }
 
 LENSCHECK_KERNEL

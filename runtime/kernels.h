@@ -3,13 +3,24 @@
 // code fixes (never the vector width, the instruction set or a thread count), and no multiply-add
 // is fused: results are bit-identical run to run and from one x86-64 machine to another.
 #include <cstddef>
+#include <vector>
 
 namespace lenscheck::runtime {
 
-// y[r, o] = b[o] + sum_i x[r, i] * wt[i, o], with wt the transposed [in, out] weight; b may be null.
-// The terms are added in ascending i, as the plain loop does, whatever the blocking.
-void linear(const float* x, size_t rows, size_t in, const float* wt, const float* b, size_t out,
-            float* y);
+// A [in, out] weight (a torch Linear's, transposed) copied once into the column panels that the
+// blocked product reads, so no call packs it again.
+struct PackedWeight {
+  size_t in = 0, out = 0;
+  std::vector<float> panels;
+};
+PackedWeight pack_weight(const float* wt, size_t in, size_t out);
+// y[r, o] = b[o] + sum_i x[r, i] * wt[i, o] over [rows, in] x; b may be null. The terms are added
+// in ascending i, as the plain loop does, whatever the blocking.
+void linear(const float* x, size_t rows, const PackedWeight& wt, const float* b, float* y);
+// f(x) of every head and token over [T, H*Dh] values v and a [H*Dh, out] weight:
+// fx[h, t, o] = b[o] + sum_e v[t, h*Dh + e] * wt[h*Dh + e, o], head h's rows only; b may be null.
+void head_transform(const float* v, size_t T, size_t H, size_t Dh, const PackedWeight& wt,
+                    const float* b, float* fx);
 // Per head h of the [T, H*Dh] activations: scores[h, a, b] = scale * q[a, h] . k[b, h].
 void attention_scores(const float* q, const float* k, size_t T, size_t H, size_t Dh, float scale,
                       float* scores);
