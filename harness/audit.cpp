@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "model/error.h"
 #include "model/safetensors.h"
@@ -47,88 +48,97 @@ bool AuditResult::recorded_hold() const {
   return std::all_of(recorded.begin(), recorded.end(), [](const RecordedCheck& c) { return c.problem.empty(); });
 }
 
-double criterion_value(const AuditResult& r, const AbandonCriterion& c) {
-  const size_t li = lens_index(r.plan, c.lens);
-  const LensStats& s = r.stats.at(li);
-  switch (c.stat) {
-    case Stat::median_sink_share: return s.median;
-    case Stat::worst_row_sink_share: return s.worst;
-    case Stat::rows_with_sink_above:
-      return static_cast<double>(std::count_if(r.rows.begin(), r.rows.end(), [&](const AuditRow& row) {
-        return row.by_lens[li].sink_share().value_or(0) > *c.threshold;
-      }));
-    case Stat::rows_worse_than_baseline: return static_cast<double>(s.worse);
-    case Stat::largest_relative_worsening: return s.largest_relative_worsening;
-    case Stat::heads_kept_fraction:
-      return s.rows ? static_cast<double>(s.kept_head) / static_cast<double>(s.rows) : 0;
-  }
-  return 0;
+AuditTally::AuditTally(const StudyPlan& plan) : plan_(plan), shares_(plan.lenses.size()) {
+  for (Lens lens : plan.lenses) stats_.push_back({.lens = lens});
 }
 
-void summarise_audit(AuditResult& r) {
-  r.stats.clear();
-  for (size_t li = 0; li < r.plan.lenses.size(); ++li) {
-    LensStats s;
-    s.lens = r.plan.lenses[li];
-    std::vector<double> shares;
-    for (const AuditRow& row : r.rows) {
-      ++s.rows;
-      const WordRow& w = row.by_lens[li];
-      const WordRow& base = row.by_lens[0];
-      if (w.head == base.head) ++s.kept_head;
-      const auto share = w.sink_share();
-      if (!share) {
-        ++s.undefined;
-        continue;
-      }
-      shares.push_back(*share);
-      if (*share > s.worst || s.worst_where.empty()) {
-        s.worst = *share;
-        s.worst_where = where(row);
-      }
-      s.above_50 += *share > 0.5;
-      s.above_90 += *share > 0.9;
-      const auto base_share = base.sink_share();
-      if (li > 0 && base_share && *share > *base_share) {
-        ++s.worse;
-        const double relative = *base_share > 0 ? (*share - *base_share) / *base_share : INFINITY;
-        if (relative > s.largest_relative_worsening) {
-          s.largest_relative_worsening = relative;
-          s.largest_worsening_where = where(row);
-        }
+void AuditTally::add(const AuditRow& row) {
+  const WordRow& base = row.by_lens[0];
+  const auto base_share = base.sink_share();
+  for (size_t li = 0; li < stats_.size(); ++li) {
+    LensStats& s = stats_[li];
+    ++s.rows;
+    const WordRow& w = row.by_lens[li];
+    if (w.head == base.head) ++s.kept_head;
+    const auto share = w.sink_share();
+    if (!share) {
+      ++s.undefined;
+      continue;
+    }
+    shares_[li].push_back(*share);
+    if (*share > s.worst || s.worst_where.empty()) {
+      s.worst = *share;
+      s.worst_where = where(row);
+    }
+    s.above_50 += *share > 0.5;
+    s.above_90 += *share > 0.9;
+    if (li > 0 && base_share && *share > *base_share) {
+      ++s.worse;
+      const double relative = *base_share > 0 ? (*share - *base_share) / *base_share : INFINITY;
+      if (relative > s.largest_relative_worsening) {
+        s.largest_relative_worsening = relative;
+        s.largest_worsening_where = where(row);
       }
     }
-    s.median = median(shares);
-    r.stats.push_back(s);
   }
-  std::vector<double> cv, sv, ct, st;
-  for (const NormRatio& n : r.ratios) {
-    cv.push_back(n.cls_value);
-    sv.push_back(n.sep_value);
-    ct.push_back(n.cls_transformed);
-    st.push_back(n.sep_transformed);
-  }
-  r.cls_value = summarise_ratios(cv);
-  r.sep_value = summarise_ratios(sv);
-  r.cls_transformed = summarise_ratios(ct);
-  r.sep_transformed = summarise_ratios(st);
+}
+
+void AuditTally::add(const NormRatio& n) {
+  cls_value_.push_back(n.cls_value);
+  sep_value_.push_back(n.sep_value);
+  cls_transformed_.push_back(n.cls_transformed);
+  sep_transformed_.push_back(n.sep_transformed);
+}
+
+void AuditTally::finish(AuditResult& r) const {
+  r.stats = stats_;
+  for (size_t li = 0; li < stats_.size(); ++li) r.stats[li].median = median(shares_[li]);
+  r.total_rows = stats_.empty() ? 0 : stats_[0].rows;
+  r.cls_value = summarise_ratios(cls_value_);
+  r.sep_value = summarise_ratios(sep_value_);
+  r.cls_transformed = summarise_ratios(cls_transformed_);
+  r.sep_transformed = summarise_ratios(sep_transformed_);
   r.criteria.clear();
-  for (const AbandonCriterion& c : r.plan.abandon_if) {
-    const double v = criterion_value(r, c);
+  for (const AbandonCriterion& c : plan_.abandon_if) {
+    const size_t li = lens_index(plan_, c.lens);
+    const LensStats& s = r.stats.at(li);
+    double v = 0;
+    switch (c.stat) {
+      case Stat::median_sink_share: v = s.median; break;
+      case Stat::worst_row_sink_share: v = s.worst; break;
+      case Stat::rows_with_sink_above:
+        v = static_cast<double>(std::count_if(shares_[li].begin(), shares_[li].end(),
+                                              [&](double x) { return x > *c.threshold; }));
+        break;
+      case Stat::rows_worse_than_baseline: v = static_cast<double>(s.worse); break;
+      case Stat::largest_relative_worsening: v = s.largest_relative_worsening; break;
+      case Stat::heads_kept_fraction:
+        v = s.rows ? static_cast<double>(s.kept_head) / static_cast<double>(s.rows) : 0;
+        break;
+    }
     r.criteria.push_back({c, v, c.above ? v > *c.above : v < *c.below});
   }
 }
 
+void summarise_audit(AuditResult& r) {
+  AuditTally tally(r.plan);
+  for (const AuditRow& row : r.rows) tally.add(row);
+  for (const NormRatio& n : r.ratios) tally.add(n);
+  tally.finish(r);
+}
+
 namespace {
 
-std::vector<RecordedCheck> check_recorded(const AuditResult& r, const RecordedNumbers& rec) {
+// `rows`: every row of the sentences the recorded numbers name.
+std::vector<RecordedCheck> check_recorded(const AuditResult& r, const std::vector<AuditRow>& rows,
+                                          const RecordedNumbers& rec) {
   std::vector<RecordedCheck> out;
   for (const RecordedNumber& n : rec.numbers) {
     RecordedCheck c;
     c.number = n;
     const AuditRow* row = nullptr;
     int matches = 0;
-    for (const AuditRow& candidate : r.rows)
+    for (const AuditRow& candidate : rows)
       if (candidate.sentence == n.sentence && candidate.word_text() == n.word &&
           (n.at < 0 || candidate.word == n.at)) {
         row = &candidate;
@@ -175,7 +185,8 @@ std::vector<RecordedCheck> check_recorded(const AuditResult& r, const RecordedNu
 
 }  // namespace
 
-AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned threads, RowFault row_fault) {
+AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned threads, RowFault row_fault,
+                      const AuditProgress& progress) {
   AuditResult r;
   r.plan = plan;
   r.version = build_version();
@@ -186,54 +197,71 @@ AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned thre
   const SafetensorsFile model_file = SafetensorsFile::open(ck.dir / "model.safetensors");
   if (auto it = model_file.metadata().find("generator"); it != model_file.metadata().end())
     r.model_generator = it->second;
+  std::optional<RecordedNumbers> recorded;
+  std::set<std::string> named;  // sentences the recorded numbers name
+  if (plan.recorded) {
+    recorded = load_recorded_numbers(*plan.recorded);
+    r.recorded_sha256 = sha256_file(*plan.recorded);
+    for (const RecordedNumber& n : recorded->numbers) named.insert(n.sentence);
+  }
 
-  const std::vector<Sentence> sentences = load_sentences(plan.sentences);
-  r.sentences = sentences.size();
+  SentenceStream stream(plan.sentences);
   const BertTokenizer tokenizer(ck.vocab);
   const runtime::Encoder encoder(ck.config, ck.weights);
   const int L = ck.config.num_hidden_layers, H = ck.config.num_attention_heads;
-  // Each sentence's rows and ratios into its own slot, then in sentence order.
-  std::vector<std::vector<AuditRow>> rows(sentences.size());
-  std::vector<std::vector<NormRatio>> ratios(sentences.size());
-  parallel_for(sentences.size(), threads, [&](size_t i) {
-    const Sentence& s = sentences[i];
-    const Encoding enc = encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), plan.sentences);
-    const Trace trace = encoder.forward(enc, Record::instrument);
-    const WordLayout layout = WordLayout::of(trace);
-    for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
-      AuditRow row{s.id, w, enc.words, {}};
-      for (Lens lens : plan.lenses)
-        row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H, row_fault));
-      rows[i].push_back(std::move(row));
-    }
-    const size_t T = enc.ids.size();
-    for (int l = 0; l < L; ++l) {
-      const Tensor& vn = *trace.find(fmt::format("layer.{}.value_norm", l));
-      const Tensor& fn = *trace.find(fmt::format("layer.{}.transformed_norm", l));
-      for (int h = 0; h < H; ++h) {
-        const double* v = vn.values.data() + size_t(h) * T;
-        const double* f = fn.values.data() + size_t(h) * T;
-        double mv = 0, mf = 0;
-        for (size_t t = 1; t + 1 < T; ++t) {
-          mv += v[t];
-          mf += f[t];
+  AuditTally tally(r.plan);
+  std::vector<AuditRow> named_rows;
+  // A batch of sentences at a time, each into its own slot, folded in sentence order: the result
+  // does not depend on the thread count, and no more than a batch of rows is ever held.
+  const size_t batch = 32 * std::max(1u, threads);
+  for (std::vector<Sentence> sentences; !(sentences = stream.next(batch)).empty();) {
+    std::vector<std::vector<AuditRow>> rows(sentences.size());
+    std::vector<std::vector<NormRatio>> ratios(sentences.size());
+    parallel_for(sentences.size(), threads, [&](size_t i) {
+      const Sentence& s = sentences[i];
+      const Encoding enc = encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), plan.sentences);
+      const Trace trace = encoder.forward(enc, Record::instrument);
+      const WordLayout layout = WordLayout::of(trace);
+      for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
+        AuditRow row{s.id, w, enc.words, {}};
+        for (Lens lens : plan.lenses)
+          row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H, row_fault));
+        rows[i].push_back(std::move(row));
+      }
+      const size_t T = enc.ids.size();
+      for (int l = 0; l < L; ++l) {
+        const Tensor& vn = *trace.find(fmt::format("layer.{}.value_norm", l));
+        const Tensor& fn = *trace.find(fmt::format("layer.{}.transformed_norm", l));
+        for (int h = 0; h < H; ++h) {
+          const double* v = vn.values.data() + size_t(h) * T;
+          const double* f = fn.values.data() + size_t(h) * T;
+          double mv = 0, mf = 0;
+          for (size_t t = 1; t + 1 < T; ++t) {
+            mv += v[t];
+            mf += f[t];
+          }
+          mv /= double(T - 2);
+          mf /= double(T - 2);
+          ratios[i].push_back({s.id, {l, h}, v[0] / mv, v[T - 1] / mv, f[0] / mf, f[T - 1] / mf});
         }
-        mv /= double(T - 2);
-        mf /= double(T - 2);
-        ratios[i].push_back({s.id, {l, h}, v[0] / mv, v[T - 1] / mv, f[0] / mf, f[T - 1] / mf});
+      }
+    });
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      const bool shown = r.sentences++ < kShownSentences;
+      for (AuditRow& row : rows[i]) {
+        tally.add(row);
+        if (named.count(row.sentence)) named_rows.push_back(row);
+        if (shown) r.rows.push_back(std::move(row));
+      }
+      for (const NormRatio& n : ratios[i]) {
+        tally.add(n);
+        if (shown) r.ratios.push_back(n);
       }
     }
-  });
-  for (size_t i = 0; i < sentences.size(); ++i) {
-    std::move(rows[i].begin(), rows[i].end(), std::back_inserter(r.rows));
-    r.ratios.insert(r.ratios.end(), ratios[i].begin(), ratios[i].end());
+    if (progress) progress(r.sentences, stream.total());
   }
-  summarise_audit(r);
-  if (plan.recorded) {
-    const RecordedNumbers rec = load_recorded_numbers(*plan.recorded);
-    r.recorded_sha256 = sha256_file(*plan.recorded);
-    r.recorded = check_recorded(r, rec);
-  }
+  tally.finish(r);
+  if (recorded) r.recorded = check_recorded(r, named_rows, *recorded);
   return r;
 }
 

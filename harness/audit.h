@@ -1,6 +1,7 @@
 #pragma once
 // `lenscheck audit`: the pre-registered study of whether norm-weighted attention removes the
 // [CLS]/[SEP] sink from the rows the instrument shows, with a verdict the plan fixed beforehand.
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -63,9 +64,12 @@ struct AuditResult {
   std::string plan_sha256, model_sha256, sentences_sha256, recorded_sha256, version;
   std::string model_dir, model_generator;
   size_t sentences = 0;
+  // The rows of the first kShownSentences sentences, for the report; the statistics, criteria and
+  // ratio summaries count every row of every sentence.
   std::vector<AuditRow> rows;
+  size_t total_rows = 0;
   std::vector<LensStats> stats;  // plan.lenses order
-  std::vector<NormRatio> ratios;
+  std::vector<NormRatio> ratios;  // of the shown sentences
   RatioSummary cls_value, sep_value, cls_transformed, sep_transformed;
   std::vector<CriterionResult> criteria;
   std::vector<RecordedCheck> recorded;
@@ -73,14 +77,33 @@ struct AuditResult {
   bool recorded_hold() const;
 };
 
-// The value of a criterion's statistic over the result's rows.
-double criterion_value(const AuditResult& result, const AbandonCriterion& criterion);
+inline constexpr size_t kShownSentences = 200;
 
-// `row_fault` is for `lenscheck mutate` only.
+// Folds rows and ratios, in sentence order, into the statistics the verdict reads; it keeps the
+// sink shares and ratios (for exact medians and thresholds) but no row.
+class AuditTally {
+ public:
+  explicit AuditTally(const StudyPlan& plan);
+  void add(const AuditRow& row);
+  void add(const NormRatio& ratio);
+  void finish(AuditResult& result) const;  // stats, ratio summaries, criteria
+
+ private:
+  const StudyPlan& plan_;
+  std::vector<LensStats> stats_;
+  std::vector<std::vector<double>> shares_;  // per lens, the defined sink shares
+  std::vector<double> cls_value_, sep_value_, cls_transformed_, sep_transformed_;
+};
+
+// Sentences done so far and in all, after each batch.
+using AuditProgress = std::function<void(size_t done, size_t total)>;
+
+// Streams the plan's sentences through the runtime a batch at a time, so memory stays flat in the
+// number of sentences. `row_fault` is for `lenscheck mutate` only.
 AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint, unsigned threads = 1,
-                      RowFault row_fault = RowFault::none);
+                      RowFault row_fault = RowFault::none, const AuditProgress& progress = {});
 
-// The verdict logic alone, over rows already computed (tests feed hand-made rows).
+// The verdict logic alone, over rows already in result.rows (tests feed hand-made rows).
 void summarise_audit(AuditResult& result);
 
 }  // namespace lenscheck

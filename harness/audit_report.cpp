@@ -31,15 +31,22 @@ Published published(Lens lens) {
 
 std::string verdict(const AuditResult& r) { return r.abandon() ? "ABANDON" : "PROCEED"; }
 
+// "every row", or "the 2460 rows of the first 200 sentences" when a corpus is larger.
+std::string shown_rows(const AuditResult& r) {
+  return r.rows.size() == r.total_rows
+             ? "every row"
+             : fmt::format("the {} rows of the first {} sentences", r.rows.size(), kShownSentences);
+}
+
 std::string strip_plot(const AuditResult& r) {
   const int left = 150, width = 600, lane = 70, top = 40;
   const int height = top + lane * static_cast<int>(r.stats.size()) + 50;
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
       "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"22\" font-size=\"14\">Sink share ([CLS] + [SEP]) of every row, per lens — {} rows "
-      "(bar: median; dashed: 50 % and 90 %)</text>\n",
-      left + width + 40, height, left, r.rows.size());
+      "<text x=\"{}\" y=\"22\" font-size=\"14\">Sink share ([CLS] + [SEP]) of {}, per lens "
+      "(bar: median of all {} rows; dashed: 50 % and 90 %)</text>\n",
+      left + width + 40, height, left, shown_rows(r), r.total_rows);
   for (double x : {0.0, 0.25, 0.5, 0.75, 0.9, 1.0}) {
     const double px = left + x * width;
     s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"{3}\" stroke-dasharray=\"{4}\"/>\n"
@@ -124,7 +131,7 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
                     "| sentences | `{}` SHA-256 `{}` ({} sentences, {} rows) |\n| recorded numbers | {} |\n"
                     "| head rule | `{}` |\n| build | `{}` |\n| implementation | runtime fp32 (verified against the libtorch oracle by `lenscheck verify`) |\n\n",
                     r.plan.file.string(), r.plan_sha256, r.model_dir, r.model_generator.empty() ? "no generator recorded" : r.model_generator,
-                    r.model_sha256, r.plan.sentences.string(), r.sentences_sha256, r.sentences, r.rows.size(),
+                    r.model_sha256, r.plan.sentences.string(), r.sentences_sha256, r.sentences, r.total_rows,
                     r.plan.recorded ? fmt::format("`{}` SHA-256 `{}`", r.plan.recorded->string(), r.recorded_sha256) : "none",
                     r.plan.head_rule.label(), r.version);
   md += "## Abandon criteria (from the plan)\n\n| criterion | measured | holds |\n|---|---|---|\n";
@@ -163,7 +170,8 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
                         c.raw_share ? fmt::format("{:.4f}", *c.raw_share) : "—",
                         c.problem.empty() ? "holds" : "**" + c.problem + "**");
   }
-  md += "\n## Every row\n\nHead `L.H`, the top content target with its displayed (renormalised) weight, and the sink share.\n\n| sentence | word |";
+  md += fmt::format("\n## Rows\n\nShown: {}, {} in all. Head `L.H`, the top content target with its displayed (renormalised) "
+                    "weight, and the sink share.\n\n| sentence | word |", shown_rows(r), r.total_rows);
   for (Lens l : r.plan.lenses) md += fmt::format(" {} |", lens_name(l));
   md += "\n|---|---|";
   for (size_t i = 0; i < r.plan.lenses.size(); ++i) md += "---|";
@@ -218,6 +226,8 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
                              {"sink_share", c.sink_share ? nlohmann::ordered_json(*c.sink_share) : nlohmann::ordered_json()},
                              {"raw_share", c.raw_share ? nlohmann::ordered_json(*c.raw_share) : nlohmann::ordered_json()},
                              {"problem", c.problem}});
+  j["rows_total"] = r.total_rows;
+  j["rows_shown"] = shown_rows(r);
   for (const AuditRow& row : r.rows) {
     nlohmann::ordered_json rj = {{"sentence", row.sentence}, {"word", row.word_text()}, {"at", row.word}};
     for (size_t li = 0; li < row.by_lens.size(); ++li)

@@ -32,6 +32,34 @@ std::vector<Sentence> load_sentences(const std::filesystem::path& file) {
   return out;
 }
 
+SentenceStream::SentenceStream(const std::filesystem::path& file) : file_(file) {
+  if (file.extension() != ".txt") {
+    loaded_ = load_sentences(file);
+    total_ = loaded_.size();
+    return;
+  }
+  std::ifstream count(file);
+  if (!count) throw InputError(file, "cannot be opened");
+  for (std::string line; std::getline(count, line);) total_ += line.find_first_not_of(" \t\r") != std::string::npos;
+  if (total_ == 0) throw InputError(file, "no sentences");
+  corpus_.open(file);
+}
+
+std::vector<Sentence> SentenceStream::next(size_t max) {
+  std::vector<Sentence> out;
+  if (!corpus_.is_open()) {
+    for (; taken_ < loaded_.size() && out.size() < max; ++taken_) out.push_back(loaded_[taken_]);
+    return out;
+  }
+  for (std::string line; out.size() < max && std::getline(corpus_, line);) {
+    ++line_;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.back() == '\r') line.pop_back();
+    out.push_back({fmt::format("line-{}", line_), std::move(line), line_});
+  }
+  return out;
+}
+
 Encoding encode_sentence(const BertTokenizer& tokenizer, const Sentence& s, size_t max_tokens,
                          const std::filesystem::path& file) {
   try {

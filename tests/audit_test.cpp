@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "harness/audit.h"
+#include "harness/corpus.h"
 #include "harness/planted.h"
 #include "model/sha256.h"
 #include "runtime/encoder.h"
@@ -235,4 +236,46 @@ TEST(AuditRun, CliExitCodesFollowTheVerdict) {
   r = test::run_cli("audit --plan '" + (dir / "bad-plan.yaml").string() + "'");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("unknown key \"abandon_when\""), std::string::npos) << r.output;
+}
+
+TEST(AuditRun, ACorpusStreamsInBatchesCountsEveryRowAndShowsTheFirstSentences) {
+  const auto dir = test::temp_dir("corpus");
+  const size_t n = kShownSentences + 50;
+  write_corpus(dir / "corpus.txt", n, 7);
+  test::write_file(dir / "corpus.txt", test::read_file(dir / "corpus.txt") + "\n   \n");  // blank lines are skipped
+  StudyPlan plan = load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml");
+  plan.sentences = dir / "corpus.txt";
+  plan.recorded.reset();
+
+  std::vector<std::pair<size_t, size_t>> progress;
+  const AuditResult one = run_audit(plan, planted(), 1, RowFault::none,
+                                    [&](size_t done, size_t total) { progress.emplace_back(done, total); });
+  EXPECT_EQ(one.sentences, n);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back(), std::make_pair(n, n));
+  EXPECT_GT(progress.size(), 1u);  // more than one batch
+
+  const BertTokenizer tokenizer(planted().vocab);
+  size_t rows = 0, shown = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t words = tokenizer.encode(generated_sentence(7, i), 512).words.size();
+    rows += words;
+    if (i < kShownSentences) shown += words;
+  }
+  EXPECT_EQ(one.total_rows, rows);
+  EXPECT_EQ(one.stats[0].rows, rows);
+  EXPECT_EQ(one.rows.size(), shown);
+  EXPECT_EQ(one.rows.front().sentence, "line-1");
+  EXPECT_EQ(one.ratios.size(), kShownSentences * 16);
+  EXPECT_EQ(one.cls_value.count, n * 16);
+
+  // Two threads take batches twice as large; the fold in sentence order gives the same numbers.
+  const AuditResult two = run_audit(plan, planted(), 2);
+  for (size_t li = 0; li < one.stats.size(); ++li) {
+    EXPECT_EQ(one.stats[li].median, two.stats[li].median);
+    EXPECT_EQ(one.stats[li].worst_where, two.stats[li].worst_where);
+    EXPECT_EQ(one.stats[li].above_50, two.stats[li].above_50);
+    EXPECT_EQ(one.stats[li].worse, two.stats[li].worse);
+  }
+  for (size_t c = 0; c < one.criteria.size(); ++c) EXPECT_EQ(one.criteria[c].value, two.criteria[c].value);
 }

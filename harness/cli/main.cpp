@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "harness/audit_report.h"
+#include "harness/corpus.h"
 #include "harness/fixture.h"
 #include "harness/verify.h"
 #include "harness/verify_report.h"
@@ -101,6 +102,13 @@ int main(int argc, char** argv) {
   mutate->add_option("--report", report, "Markdown report path");
   mutate->add_option("--json", json, "JSON report path");
 
+  size_t corpus_size = 1000;
+  uint64_t corpus_seed = 1;
+  auto* corpus = app.add_subcommand("make-corpus", "write generated sentences, one per line, for audits at scale");
+  corpus->add_option("--out", out, "output .txt")->required();
+  corpus->add_option("--sentences", corpus_size, "how many")->capture_default_str()->check(CLI::Range(1, 100000000));
+  corpus->add_option("--seed", corpus_seed, "sentence seed")->capture_default_str();
+
   lc::FixtureOptions fixture;
   std::string vocab_json;
   auto* make = app.add_subcommand("make-fixture", "write a deterministic BERT checkpoint (HF layout)");
@@ -153,7 +161,14 @@ int main(int argc, char** argv) {
       const lc::StudyPlan plan = lc::load_study_plan(plan_file);
       const lc::Checkpoint ck = lc::load_checkpoint(model_dir.empty() ? plan.model : std::filesystem::path(model_dir));
       for (const std::string& n : ck.notes) fmt::print(stderr, "note: {}\n", n);
-      const lc::AuditResult r = lc::run_audit(plan, ck, threads);
+      // Progress on stderr, about every 5 % (and not at all for a small study).
+      size_t reported = 0;
+      const lc::AuditResult r = lc::run_audit(plan, ck, threads, lc::RowFault::none, [&](size_t done, size_t total) {
+        if (total >= 1000 && (done * 20 / total > reported || done == total)) {
+          reported = done * 20 / total;
+          fmt::print(stderr, "audit: {}/{} sentences\n", done, total);
+        }
+      });
       const std::string dir = audit_out.empty() ? "reports/" + plan.study : audit_out;
       lc::write_audit_reports(r, dir);
       for (const lc::CriterionResult& c : r.criteria)
@@ -200,6 +215,11 @@ int main(int argc, char** argv) {
         if (!f.empty()) fmt::print("wrote {}\n", f);
       fmt::print("mutate: {}\n", r.pass() ? "PASS" : "FAIL");
       return r.pass() ? kPass : kFail;
+    }
+    if (*corpus) {
+      lc::write_corpus(out, corpus_size, corpus_seed);
+      fmt::print("wrote {} ({} sentences)\n", out, corpus_size);
+      return kPass;
     }
     if (*make) {
       fixture.out = out;
