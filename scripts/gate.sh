@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The release gate on the bundled fixtures, from an existing build: verify, mutate, then the
+# pre-registered audit, each a process of its own that loads its model. Reports go to $1 (default
+# reports/); the wall time of each phase and of the whole goes to stderr.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-reports}"
+start=$(date +%s.%N)
+phase() {  # phase NAME COMMAND...: runs it and prints its wall time
+  local t0 status=0
+  t0=$(date +%s.%N)
+  "${@:2}" || status=$?
+  awk -v n="$1" -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "phase %-7s %.2f s\n", n, b - a }' >&2
+  return "$status"
+}
+phase verify build/lenscheck verify --model build/fixtures/bert-mini --sentences fixtures/sentences.yaml \
+  --tolerances fixtures/tolerances.yaml --truth \
+  --report "$out/verify.md" --json "$out/verify.json" --junit "$out/verify.junit.xml"
+phase mutate build/lenscheck mutate --model build/fixtures/bert-mini --report "$out/mutate.md" --json "$out/mutate.json"
+# Exit 0 PROCEED, 3 ABANDON: both are verdicts, not failures of the gate.
+status=0
+phase audit build/lenscheck audit --plan fixtures/studies/norm-weighted-attention.yaml \
+  --out "$out/norm-weighted-attention" || status=$?
+awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "phase total   %.2f s\n", b - a }' >&2
+[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
