@@ -49,7 +49,11 @@ bool AuditResult::recorded_hold() const {
 }
 
 AuditTally::AuditTally(const StudyPlan& plan) : plan_(plan), shares_(plan.lenses.size()) {
-  for (Lens lens : plan.lenses) stats_.push_back({.lens = lens});
+  for (Lens lens : plan.lenses) {
+    LensStats s;
+    s.lens = lens;
+    stats_.push_back(s);
+  }
 }
 
 void AuditTally::add(const AuditRow& row) {

@@ -421,6 +421,24 @@ TEST(BadSentences, MalformedOrTooDeeplyNested) {
                        "line 1: malformed YAML: nested 500 levels deep, too deep to read");
 }
 
+TEST(BadSentences, ACorpusThatIsEmptyMissingOrHoldsAnOverLongLine) {
+  const fs::path dir = test::temp_dir("corpus");
+  test::write_file(dir / "blank.txt", "\n  \n\t\n");
+  expect_input_error([&] { SentenceStream{dir / "blank.txt"}; }, dir / "blank.txt", "no sentences");
+  expect_input_error([&] { SentenceStream{dir / "none.txt"}; }, dir / "none.txt", "cannot be opened");
+  // Line 3 after a blank line: the id and the line number are the file's own.
+  test::write_file(dir / "long.txt", "ok\n\n" + words(63) + "\n");
+  SentenceStream stream(dir / "long.txt");
+  EXPECT_EQ(stream.total(), 2u);
+  const std::vector<Sentence> batch = stream.next(10);
+  ASSERT_EQ(batch.size(), 2u);
+  EXPECT_EQ(batch[1].id, "line-3");
+  const BertTokenizer tokenizer(tiny().vocab);
+  expect_input_error([&] { encode_sentence(tokenizer, batch[1], 64, dir / "long.txt"); }, dir / "long.txt",
+                     "line 3: sentence \"line-3\": sentence has 65 tokens, more than max_position_embeddings 64");
+  EXPECT_TRUE(stream.next(10).empty());
+}
+
 TEST(BadSentences, MissingFile) {
   const fs::path missing = test::temp_dir("none") / "sentences.yaml";
   expect_input_error([&] { load_sentences(missing); }, missing, "no such file");
