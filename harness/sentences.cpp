@@ -32,15 +32,22 @@ std::vector<Sentence> load_sentences(const std::filesystem::path& file) {
   return out;
 }
 
-SentenceStream::SentenceStream(const std::filesystem::path& file) : file_(file) {
+namespace {
+
+bool is_blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
+
+}  // namespace
+
+SentenceStream::SentenceStream(const std::filesystem::path& file) {
   if (file.extension() != ".txt") {
     loaded_ = load_sentences(file);
     total_ = loaded_.size();
     return;
   }
+  // One pass to count, so that progress can say "of how many"; the second pass streams.
   std::ifstream count(file);
   if (!count) throw InputError(file, "cannot be opened");
-  for (std::string line; std::getline(count, line);) total_ += line.find_first_not_of(" \t\r") != std::string::npos;
+  for (std::string line; std::getline(count, line);) total_ += !is_blank(line);
   if (total_ == 0) throw InputError(file, "no sentences");
   corpus_.open(file);
 }
@@ -53,7 +60,7 @@ std::vector<Sentence> SentenceStream::next(size_t max) {
   }
   for (std::string line; out.size() < max && std::getline(corpus_, line);) {
     ++line_;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (is_blank(line)) continue;
     if (line.back() == '\r') line.pop_back();
     out.push_back({fmt::format("line-{}", line_), std::move(line), line_});
   }

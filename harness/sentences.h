@@ -27,7 +27,6 @@ class SentenceStream {
   size_t total() const { return total_; }
 
  private:
-  std::filesystem::path file_;
   std::vector<Sentence> loaded_;  // a YAML file's sentences
   std::ifstream corpus_;          // a .txt corpus
   size_t total_ = 0, taken_ = 0;

@@ -88,6 +88,9 @@ LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* b
   }
 }
 
+// Floats of B [in, out] in panels, the last one padded with zeros.
+LENSCHECK_INLINE size_t packed_size(size_t in, size_t out) { return (out + kPanel - 1) / kPanel * in * kPanel; }
+
 // B as panels of kPanel columns, each `in` contiguous rows: packed[(p * in + i) * kPanel + j] =
 // B(i, p * kPanel + j), zero past `out`. A weight is read row by row, in memory order.
 LENSCHECK_INLINE void pack_panels(Operand b, size_t in, size_t out, float* packed) {
@@ -109,7 +112,7 @@ LENSCHECK_INLINE void pack_panels(Operand b, size_t in, size_t out, float* packe
     }
     return;
   }
-  std::fill(packed, packed + panels * in * kPanel, 0.0f);
+  std::fill(packed, packed + packed_size(in, out), 0.0f);
   for (size_t o = 0; o < out; ++o) {
     const float* column = b.data + o * b.col_stride;
     float* dst = packed + (o / kPanel) * in * kPanel + o % kPanel;
@@ -148,7 +151,7 @@ LENSCHECK_INLINE void matmul(const float* a, size_t lda, size_t rows, size_t in,
                              size_t out, const float* bias, float scale, float* c, size_t ldc) {
   // Kept from call to call (one per thread), so that no call pages in fresh memory.
   thread_local std::vector<float> packed;
-  packed.resize(std::max(packed.size(), (out + kPanel - 1) / kPanel * in * kPanel));
+  packed.resize(std::max(packed.size(), packed_size(in, out)));
   pack_panels(b, in, out, packed.data());
   matmul_panels(a, lda, rows, in, packed.data(), in * kPanel, out, bias, scale, c, ldc);
 }
@@ -316,7 +319,7 @@ LENSCHECK_INLINE void map_in_place(float* x, size_t n, float pad, F f) {
 
 LENSCHECK_KERNEL
 PackedWeight pack_weight(const float* wt, size_t in, size_t out) {
-  PackedWeight w{in, out, std::vector<float>((out + kPanel - 1) / kPanel * in * kPanel)};
+  PackedWeight w{in, out, std::vector<float>(packed_size(in, out))};
   pack_panels({wt, out, 1}, in, out, w.panels.data());
   return w;
 }
