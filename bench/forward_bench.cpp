@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -68,11 +69,12 @@ double instrument_flops(const BertConfig& c, size_t tokens) {
 
 #if defined(__x86_64__)
 // Independent accumulator chains keep both FP pipe pairs busy; `one` and `zero` are opaque, so
-// the values never change and nothing folds.
+// the values never change and nothing folds. Each loop runs at one vector width: AVX2 (8 floats)
+// and, where the CPU has it, AVX-512 (16 floats), whose kernels the runtime then uses.
 constexpr int kChains = 6;
 constexpr long kPeakSteps = 1 << 16;
 
-__attribute__((target("avx2,fma"))) float fma_loop(float one, float zero) {
+__attribute__((target("avx2,fma"))) float fma_loop_avx2(float one, float zero) {
   const __m256 a = _mm256_set1_ps(one), b = _mm256_set1_ps(zero);
   __m256 acc[2 * kChains];
   for (auto& x : acc) x = _mm256_set1_ps(1.0f);
@@ -82,11 +84,21 @@ __attribute__((target("avx2,fma"))) float fma_loop(float one, float zero) {
   for (auto& x : acc) out += _mm256_cvtss_f32(x);
   return out;
 }
-constexpr double kFmaLoopFlops = 2.0 * kChains * 8 * 2 * kPeakSteps;
 
-// What the runtime's kernels can use: AVX multiplies and adds, no FMA (the runtime never fuses,
-// so its results are the same bits with or without AVX).
-__attribute__((target("avx2"))) float mul_add_loop(float one, float zero) {
+__attribute__((target("avx512f"))) float fma_loop_avx512(float one, float zero) {
+  const __m512 a = _mm512_set1_ps(one), b = _mm512_set1_ps(zero);
+  __m512 acc[2 * kChains];
+  for (auto& x : acc) x = _mm512_set1_ps(1.0f);
+  for (long s = 0; s < kPeakSteps; ++s)
+    for (auto& x : acc) x = _mm512_fmadd_ps(x, a, b);
+  float out = 0;
+  for (auto& x : acc) out += _mm512_cvtss_f32(x);
+  return out;
+}
+
+// What the runtime's kernels use: multiplies and adds, never fused (so that their results are the
+// same bits at every vector width).
+__attribute__((target("avx2"))) float mul_add_loop_avx2(float one, float zero) {
   const __m256 a = _mm256_set1_ps(one), b = _mm256_set1_ps(zero);
   __m256 m[kChains], s[kChains];
   for (int i = 0; i < kChains; ++i) m[i] = s[i] = _mm256_set1_ps(1.0f);
@@ -99,7 +111,31 @@ __attribute__((target("avx2"))) float mul_add_loop(float one, float zero) {
   for (int i = 0; i < kChains; ++i) out += _mm256_cvtss_f32(m[i]) + _mm256_cvtss_f32(s[i]);
   return out;
 }
-constexpr double kMulAddLoopFlops = 2.0 * kChains * 8 * kPeakSteps;
+
+__attribute__((target("avx512f"))) float mul_add_loop_avx512(float one, float zero) {
+  const __m512 a = _mm512_set1_ps(one), b = _mm512_set1_ps(zero);
+  __m512 m[kChains], s[kChains];
+  for (int i = 0; i < kChains; ++i) m[i] = s[i] = _mm512_set1_ps(1.0f);
+  for (long step = 0; step < kPeakSteps; ++step)
+    for (int i = 0; i < kChains; ++i) {
+      m[i] = _mm512_mul_ps(m[i], a);
+      s[i] = _mm512_add_ps(s[i], b);
+    }
+  float out = 0;
+  for (int i = 0; i < kChains; ++i) out += _mm512_cvtss_f32(m[i]) + _mm512_cvtss_f32(s[i]);
+  return out;
+}
+
+// Flop of one call: per step, 2 × kChains FMAs, or kChains multiplies and kChains adds, of `lanes`.
+constexpr double fma_loop_flops(int lanes) { return 2.0 * kChains * lanes * 2 * kPeakSteps; }
+constexpr double mul_add_loop_flops(int lanes) { return 2.0 * kChains * lanes * kPeakSteps; }
+
+struct PeakLoops {
+  const char* isa;
+  int lanes;
+  float (*fma)(float, float);
+  float (*mul_add)(float, float);
+};
 #endif
 
 // Keeps the medians of real time (seconds per iteration) and CPU time, by benchmark name.
@@ -161,13 +197,20 @@ int main(int argc, char** argv) {
         ->ReportAggregatesOnly(true);
   };
 #if defined(__x86_64__)
+  // The widest vectors this CPU has set its peak: AVX-512 where there is one, AVX2 otherwise.
+  std::vector<PeakLoops> peak_loops;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    peak_loops.push_back({"avx2", 8, fma_loop_avx2, mul_add_loop_avx2});
+  if (__builtin_cpu_supports("avx512f")) peak_loops.push_back({"avx512", 16, fma_loop_avx512, mul_add_loop_avx512});
   static volatile float one = 1.0f, zero = 0.0f;
-  add("peak/avx2_fma", [](benchmark::State& s) {
-    for (auto _ : s) benchmark::DoNotOptimize(fma_loop(one, zero));
-  });
-  add("peak/avx_mul_add", [](benchmark::State& s) {
-    for (auto _ : s) benchmark::DoNotOptimize(mul_add_loop(one, zero));
-  });
+  for (const PeakLoops& loops : peak_loops) {
+    add(fmt::format("peak/{}_fma", loops.isa), [&loops](benchmark::State& s) {
+      for (auto _ : s) benchmark::DoNotOptimize(loops.fma(one, zero));
+    });
+    add(fmt::format("peak/{}_mul_add", loops.isa), [&loops](benchmark::State& s) {
+      for (auto _ : s) benchmark::DoNotOptimize(loops.mul_add(one, zero));
+    });
+  }
 #endif
   for (const Encoding& e : inputs) {
     const std::string T = std::to_string(e.ids.size());
@@ -188,12 +231,16 @@ int main(int argc, char** argv) {
   std::printf("\noracle: %s\n", oracle::Oracle::backend().c_str());
   double peak = 0;  // 0: not measured on this architecture, or filtered out
 #if defined(__x86_64__)
-  if (m.count("peak/avx2_fma") && m.count("peak/avx_mul_add")) {
-    peak = kFmaLoopFlops / m["peak/avx2_fma"].real_s / 1e9;
-    std::printf("fp32 peak of one core, measured: %.1f GFLOP/s with AVX2 FMA (%.1f GFLOP/s with "
-                "AVX multiplies and adds, the runtime's instructions)\n",
-                peak, kMulAddLoopFlops / m["peak/avx_mul_add"].real_s / 1e9);
+  for (const PeakLoops& loops : peak_loops) {
+    const std::string fma = fmt::format("peak/{}_fma", loops.isa), mul_add = fmt::format("peak/{}_mul_add", loops.isa);
+    if (!m.count(fma) || !m.count(mul_add)) continue;
+    const double gflops = fma_loop_flops(loops.lanes) / m[fma].real_s / 1e9;
+    std::printf("fp32 rate of one core, %s: %.1f GFLOP/s with FMA, %.1f GFLOP/s with separate multiplies "
+                "and adds (the runtime's instructions)\n",
+                loops.isa, gflops, mul_add_loop_flops(loops.lanes) / m[mul_add].real_s / 1e9);
+    peak = std::max(peak, gflops);
   }
+  if (peak > 0) std::printf("fp32 peak of one core, measured: %.1f GFLOP/s\n", peak);
 #endif
   std::printf("medians of %d repetitions, single thread, wall clock\n", repetitions);
   auto have = [&](const std::string& T) {

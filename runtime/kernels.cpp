@@ -29,9 +29,10 @@ namespace lenscheck::runtime {
 namespace {
 
 using f4 = float __attribute__((vector_size(16)));
-using f8 = float __attribute__((vector_size(32)));  // one AVX register, two SSE ones
+using f8 = float __attribute__((vector_size(32)));   // one AVX register, two SSE ones
+using f16 = float __attribute__((vector_size(64)));  // one AVX-512 register
 using d4 = double __attribute__((vector_size(32)));
-using i4 = int64_t __attribute__((vector_size(32)));
+using d8 = double __attribute__((vector_size(64)));  // one AVX-512 register
 
 template <class V, class T>
 LENSCHECK_INLINE V load(const T* p) {
@@ -43,15 +44,28 @@ template <class V, class T>
 LENSCHECK_INLINE void store(T* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
 }
-LENSCHECK_INLINE d4 splat(double x) { return d4{x, x, x, x}; }
-LENSCHECK_INLINE d4 widen(const float* p) { return __builtin_convertvector(load<f4>(p), d4); }
-LENSCHECK_INLINE void narrow(float* p, const d4& v) { store(p, __builtin_convertvector(v, f4)); }
+// A vector of doubles D: its lane count, the floats it widens from, the mask its comparisons give.
+template <class D>
+constexpr size_t lanes_of = sizeof(D) / sizeof(double);
+template <class D>
+struct FloatsOf {
+  typedef float type __attribute__((vector_size(sizeof(D) / 2)));
+};
+template <class D>
+using mask_of = decltype(D{} < D{});
+
+template <class D = d4>
+LENSCHECK_INLINE D splat(double x) { return D{} + x; }
+template <class D = d4>
+LENSCHECK_INLINE D widen(const float* p) { return __builtin_convertvector(load<typename FloatsOf<D>::type>(p), D); }
+template <class D>
+LENSCHECK_INLINE void narrow(float* p, const D& v) { store(p, __builtin_convertvector(v, typename FloatsOf<D>::type)); }
 LENSCHECK_INLINE double lane_total(const d4& s) { return (s[0] + s[1]) + (s[2] + s[3]); }
 
 // ---- Matrix products -----------------------------------------------------------------------
 // Every output is c[r, o] = (init[o] + a[r, 0] b[0, o] + a[r, 1] b[1, o] + ...) * scale, the
 // terms added in ascending i, exactly the order of the plain triple loop, whatever the tiling.
-// Tiles of kRows rows × kPanel outputs keep their sums in registers; B is first copied into panels
+// Tiles of Rows rows × kPanel outputs keep their sums in registers; B is first copied into panels
 // of kPanel columns, each a run of contiguous rows.
 
 // B(i, o) = data[i * row_stride + o * col_stride]: a [in, out] weight, or K and V seen per head.
@@ -60,31 +74,42 @@ struct Operand {
   size_t row_stride, col_stride;
 };
 
-constexpr size_t kRows = 4, kVectors = 2, kPanel = 8 * kVectors;
+constexpr size_t kPanel = 16;
 
-// A tile of R rows × 8V outputs; `b` holds 8V values per i, `init` 8V starting values.
-template <size_t R, size_t V>
+// A tile of R rows × kPanel outputs, each row's sums in kPanel / lanes vectors of type Vec; `b`
+// holds kPanel values per i, `init` kPanel starting values.
+template <class Vec, size_t R>
 LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* b, size_t ldb,
                            const float* init, float scale, float* c, size_t ldc, size_t width) {
-  f8 acc[R][V];
+  constexpr size_t lanes = sizeof(Vec) / sizeof(float), V = kPanel / lanes;
+  Vec acc[R][V];
   for (size_t r = 0; r < R; ++r)
-    for (size_t v = 0; v < V; ++v) acc[r][v] = load<f8>(init + 8 * v);
+    for (size_t v = 0; v < V; ++v) acc[r][v] = load<Vec>(init + lanes * v);
   for (size_t i = 0; i < in; ++i) {
-    f8 w[V];
-    for (size_t v = 0; v < V; ++v) w[v] = load<f8>(b + i * ldb + 8 * v);
+    Vec w[V];
+    for (size_t v = 0; v < V; ++v) w[v] = load<Vec>(b + i * ldb + lanes * v);
     for (size_t r = 0; r < R; ++r) {
       const float x = a[r * lda + i];
       for (size_t v = 0; v < V; ++v) acc[r][v] += x * w[v];
     }
   }
   for (size_t r = 0; r < R; ++r) {
-    if (width == 8 * V) {
-      for (size_t v = 0; v < V; ++v) store(c + r * ldc + 8 * v, acc[r][v] * scale);
-    } else {
-      float out[8 * V];
-      for (size_t v = 0; v < V; ++v) store(out + 8 * v, acc[r][v] * scale);
-      std::copy_n(out, width, c + r * ldc);
-    }
+    float out[kPanel];
+    float* dst = width == kPanel ? c + r * ldc : out;
+    for (size_t v = 0; v < V; ++v) store(dst + lanes * v, acc[r][v] * scale);
+    if (dst == out) std::copy_n(out, width, c + r * ldc);
+  }
+}
+
+// The last rows % Rows rows of a panel, R or fewer of them.
+template <class Vec, size_t R>
+LENSCHECK_INLINE void remainder_tile(size_t rows, const float* a, size_t lda, size_t in, const float* b,
+                                     const float* init, float scale, float* c, size_t ldc, size_t width) {
+  if constexpr (R > 0) {
+    if (rows == R)
+      tile<Vec, R>(a, lda, in, b, kPanel, init, scale, c, ldc, width);
+    else
+      remainder_tile<Vec, R - 1>(rows, a, lda, in, b, init, scale, c, ldc, width);
   }
 }
 
@@ -101,13 +126,8 @@ LENSCHECK_INLINE void pack_panels(Operand b, size_t in, size_t out, float* packe
       for (size_t p = 0; p < panels; ++p) {
         const size_t width = std::min(kPanel, out - p * kPanel);
         float* dst = packed + (p * in + i) * kPanel;
-        if (width == kPanel) {
-          for (size_t v = 0; v < kVectors; ++v)
-            store(dst + 8 * v, load<f8>(row + p * kPanel + 8 * v));
-        } else {
-          std::copy_n(row + p * kPanel, width, dst);
-          std::fill(dst + width, dst + kPanel, 0.0f);
-        }
+        std::copy_n(row + p * kPanel, width, dst);
+        std::fill(dst + width, dst + kPanel, 0.0f);
       }
     }
     return;
@@ -122,38 +142,50 @@ LENSCHECK_INLINE void pack_panels(Operand b, size_t in, size_t out, float* packe
 
 // c[r, o] for rows × out, with a[r, i] = a[r * lda + i], from B already in panels: panel p's row i
 // starts at panels[p * panel_stride + i * kPanel]. bias may be null (sums start at 0).
-LENSCHECK_INLINE void matmul_panels(const float* a, size_t lda, size_t rows, size_t in,
-                                    const float* panels, size_t panel_stride, size_t out,
-                                    const float* bias, float scale, float* c, size_t ldc) {
-  const size_t count = (out + kPanel - 1) / kPanel;
+struct Product {
+  const float* a;
+  size_t lda, rows, in;
+  const float* panels;
+  size_t panel_stride, out;
+  const float* bias;
+  float scale;
+  float* c;
+  size_t ldc;
+};
+
+template <class Vec, size_t Rows>
+LENSCHECK_INLINE void multiply_tiled(const Product& m) {
+  const size_t count = (m.out + kPanel - 1) / kPanel;
   float init[kPanel];
   for (size_t p = 0; p < count; ++p) {
-    const size_t o0 = p * kPanel, width = std::min(kPanel, out - o0);
-    const float* panel = panels + p * panel_stride;
-    for (size_t j = 0; j < kPanel; ++j) init[j] = bias && j < width ? bias[o0 + j] : 0.0f;
+    const size_t o0 = p * kPanel, width = std::min(kPanel, m.out - o0);
+    const float* panel = m.panels + p * m.panel_stride;
+    for (size_t j = 0; j < kPanel; ++j) init[j] = m.bias && j < width ? m.bias[o0 + j] : 0.0f;
     size_t r = 0;
-    for (; r + kRows <= rows; r += kRows)
-      tile<kRows, kVectors>(a + r * lda, lda, in, panel, kPanel, init, scale, c + r * ldc + o0, ldc,
-                            width);
-    const float* ar = a + r * lda;
-    float* cr = c + r * ldc + o0;
-    switch (rows - r) {
-      case 3: tile<3, kVectors>(ar, lda, in, panel, kPanel, init, scale, cr, ldc, width); break;
-      case 2: tile<2, kVectors>(ar, lda, in, panel, kPanel, init, scale, cr, ldc, width); break;
-      case 1: tile<1, kVectors>(ar, lda, in, panel, kPanel, init, scale, cr, ldc, width); break;
-      default: break;
-    }
+    for (; r + Rows <= m.rows; r += Rows)
+      tile<Vec, Rows>(m.a + r * m.lda, m.lda, m.in, panel, kPanel, init, m.scale, m.c + r * m.ldc + o0,
+                      m.ldc, width);
+    remainder_tile<Vec, Rows - 1>(m.rows - r, m.a + r * m.lda, m.lda, m.in, panel, init, m.scale,
+                                  m.c + r * m.ldc + o0, m.ldc, width);
   }
 }
 
+// The tile's shape is the instruction set's, so the product is one overload per set (the loader
+// picks one, as for the clones): eight accumulators of a 16-float panel row, as two AVX registers
+// × 4 rows (AVX2 has 16), or as one AVX-512 register × 8 rows (AVX-512 has 32). Every shape adds
+// the same terms in the same order, so all give the same bits.
+[[gnu::target("default")]] void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
+[[gnu::target("avx2")]] void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
+[[gnu::target("avx512f")]] void multiply(const Product& m) { multiply_tiled<f16, 8>(m); }
+
 // The same product with B packed on the way in: activations (K, V) change with every call.
-LENSCHECK_INLINE void matmul(const float* a, size_t lda, size_t rows, size_t in, Operand b,
-                             size_t out, const float* bias, float scale, float* c, size_t ldc) {
+void multiply_packing(const float* a, size_t lda, size_t rows, size_t in, Operand b, size_t out,
+                      float scale, float* c, size_t ldc) {
   // Kept from call to call (one per thread), so that no call pages in fresh memory.
   thread_local std::vector<float> packed;
   packed.resize(std::max(packed.size(), packed_size(in, out)));
   pack_panels(b, in, out, packed.data());
-  matmul_panels(a, lda, rows, in, packed.data(), in * kPanel, out, bias, scale, c, ldc);
+  multiply({a, lda, rows, in, packed.data(), in * kPanel, out, nullptr, scale, c, ldc});
 }
 
 // ---- Sums in double ------------------------------------------------------------------------
@@ -208,13 +240,16 @@ constexpr std::array<double, 13> kExpTaylor = [] {
 
 // Element-wise functions run on four lanes; polynomials by Estrin's scheme, whose independent
 // halves keep the pipelines busy where Horner's rule would wait on each multiply-add in turn.
-LENSCHECK_INLINE bool all_lanes(const i4& mask) {
-  return (mask[0] & mask[1] & mask[2] & mask[3]) != 0;
+template <class M>
+LENSCHECK_INLINE bool all_lanes(const M& mask) {
+  auto all = mask[0];
+  for (size_t j = 1; j < sizeof(M) / sizeof(all); ++j) all &= mask[j];
+  return all != 0;
 }
 
 // c[Lo] + c[Lo + 1] w + ... + c[Lo + Len - 1] w^(Len - 1), with pw[k] = w^(2^k).
-template <size_t Lo, size_t Len, size_t N>
-LENSCHECK_INLINE d4 estrin(const std::array<double, N>& c, const d4* pw) {
+template <size_t Lo, size_t Len, class D, size_t N>
+LENSCHECK_INLINE D estrin(const std::array<double, N>& c, const D* pw) {
   constexpr size_t half = std::bit_floor(Len - 1);  // the largest power of two below Len
   if constexpr (Len == 2)
     return pw[0] * c[Lo + 1] + c[Lo];
@@ -225,10 +260,10 @@ LENSCHECK_INLINE d4 estrin(const std::array<double, N>& c, const d4* pw) {
            pw[std::countr_zero(half)] * estrin<Lo + half, Len - half>(c, pw);
 }
 
-template <size_t N>
+template <class D, size_t N>
   requires(N >= 2)
-LENSCHECK_INLINE d4 polynomial(const std::array<double, N>& c, const d4& w) {
-  d4 pw[std::bit_width(N - 1)];
+LENSCHECK_INLINE D polynomial(const std::array<double, N>& c, const D& w) {
+  D pw[std::bit_width(N - 1)];
   pw[0] = w;
   for (size_t k = 1; k < std::size(pw); ++k) pw[k] = pw[k - 1] * pw[k - 1];
   return estrin<0, N>(c, pw);
@@ -237,17 +272,19 @@ LENSCHECK_INLINE d4 polynomial(const std::array<double, N>& c, const d4& w) {
 // e^x: x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, so n ln2_hi is exact), e^r by its
 // Taylor series to r^12 (relative truncation below 3e-16), 2^n written into the exponent bits.
 // Arguments are clamped to [-708, 709], where the result is 0 or inf in float anyway.
-LENSCHECK_INLINE d4 exp4(const d4& arg) {
+template <class D>
+LENSCHECK_INLINE D exp_lanes(const D& arg) {
+  using I = mask_of<D>;  // 64-bit integers, as many as D's lanes
   constexpr double kLn2Hi = 0x1.62e42fee00000p-1, kLn2Lo = 0x1.a39ef35793c76p-33;
   constexpr double kShift = 0x1.8p52;  // adding it rounds to an integer, kept in the low bits
-  const d4 lo = splat(-708.0), hi = splat(709.0);
-  d4 x = arg < lo ? lo : arg;
+  const D lo = splat<D>(-708.0), hi = splat<D>(709.0);
+  D x = arg < lo ? lo : arg;
   x = x > hi ? hi : x;
-  const d4 t = x * std::numbers::log2e + kShift;
-  const d4 n = t - kShift;
-  const d4 r = (x - n * kLn2Hi) - n * kLn2Lo;
-  const i4 two_n = ((i4)t + 1023) << 52;  // vector casts reinterpret the bits
-  return polynomial(kExpTaylor, r) * (d4)two_n;
+  const D t = x * std::numbers::log2e + kShift;
+  const D n = t - kShift;
+  const D r = (x - n * kLn2Hi) - n * kLn2Lo;
+  const I two_n = ((I)t + 1023) << 52;  // vector casts reinterpret the bits
+  return polynomial(kExpTaylor, r) * (D)two_n;
 }
 
 // erf(z) / z as a polynomial in w = z²/2 - 1, for |z| < 2: the Chebyshev interpolant of degree 15
@@ -273,16 +310,17 @@ constexpr std::array<double, 22> kErfcLarge = {
 
 // x/2 (1 + erf(x / sqrt 2)).
 struct GeluErf {
-  LENSCHECK_INLINE d4 operator()(const d4& x) const {
-    const d4 z = x * (std::numbers::sqrt2 / 2);
-    const d4 a = z < splat(0.0) ? -z : z;
-    const i4 small = a < splat(2.0);
-    d4 phi = 1.0 + z * polynomial(kErfSmall, z * z * 0.5 - 1.0);
+  template <class D>
+  LENSCHECK_INLINE D operator()(const D& x) const {
+    const D z = x * (std::numbers::sqrt2 / 2);
+    const D a = z < splat<D>(0.0) ? -z : z;
+    const mask_of<D> small = a < splat<D>(2.0);
+    D phi = 1.0 + z * polynomial(kErfSmall, z * z * 0.5 - 1.0);
     if (!all_lanes(small)) {  // a lane with |z| >= 2, or NaN
-      const d4 inv = 1.0 / a;
-      const d4 erfc = exp4(-(a * a)) * polynomial(kErfcLarge, 8.0 * inv * inv - 1.0) *
+      const D inv = 1.0 / a;
+      const D erfc = exp_lanes(-(a * a)) * polynomial(kErfcLarge, 8.0 * inv * inv - 1.0) *
                       (std::numbers::inv_sqrtpi * inv);
-      phi = small ? phi : (z > splat(0.0) ? 2.0 - erfc : erfc);
+      phi = small ? phi : (z > splat<D>(0.0) ? 2.0 - erfc : erfc);
     }
     return 0.5 * x * phi;
   }
@@ -290,30 +328,55 @@ struct GeluErf {
 
 // x/2 (1 + tanh(y)) = x / (1 + e^(-2y)), y = sqrt(2/pi) (x + 0.044715 x³): no cancellation.
 struct GeluTanh {
-  LENSCHECK_INLINE d4 operator()(const d4& x) const {
+  template <class D>
+  LENSCHECK_INLINE D operator()(const D& x) const {
     const double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
-    return x / (1.0 + exp4(-2.0 * k * (x + 0.044715 * x * x * x)));
+    return x / (1.0 + exp_lanes(-2.0 * k * (x + 0.044715 * x * x * x)));
   }
 };
 
 // e^(x - shift), for softmax.
 struct ExpShifted {
   double shift;
-  LENSCHECK_INLINE d4 operator()(const d4& x) const { return exp4(x - shift); }
+  template <class D>
+  LENSCHECK_INLINE D operator()(const D& x) const { return exp_lanes(x - shift); }
 };
 
-// Applies f to n floats in place, computed in double and rounded once; the tail goes through f
-// padded with `pad`, so every element sees the same arithmetic wherever it sits.
-template <class F>
+// Applies f to n floats in place, lanes_of<D> at a time, computed in double and rounded once; the
+// tail goes through f padded with `pad`, so every element sees the same arithmetic wherever it sits.
+template <class D, class F>
 LENSCHECK_INLINE void map_in_place(float* x, size_t n, float pad, F f) {
+  constexpr size_t lanes = lanes_of<D>;
   size_t i = 0;
-  for (; i + 4 <= n; i += 4) narrow(x + i, f(widen(x + i)));
+  for (; i + lanes <= n; i += lanes) narrow(x + i, f(widen<D>(x + i)));
   if (i == n) return;
-  float tail[4] = {pad, pad, pad, pad};
+  float tail[lanes];
+  std::fill_n(tail, lanes, pad);
   std::copy(x + i, x + n, tail);
-  narrow(tail, f(widen(tail)));
+  narrow(tail, f(widen<D>(tail)));
   std::copy(tail, tail + (n - i), x + i);
 }
+
+// An element-wise pass: GELU (erf or tanh), or e^(x - shift) for softmax.
+struct Elementwise {
+  enum { gelu_erf, gelu_tanh, exp_shifted } function;
+  float shift = 0;
+};
+
+template <class D>
+LENSCHECK_INLINE void map_lanes(Elementwise e, float* x, size_t n) {
+  switch (e.function) {
+    case Elementwise::gelu_erf: return map_in_place<D>(x, n, 0.0f, GeluErf{});
+    case Elementwise::gelu_tanh: return map_in_place<D>(x, n, 0.0f, GeluTanh{});
+    case Elementwise::exp_shifted: return map_in_place<D>(x, n, e.shift, ExpShifted{e.shift});
+  }
+}
+
+// Four doubles at a time, or eight with AVX-512; lanes never meet, so both widths give the same
+// bits. One overload per instruction set, as for multiply().
+[[gnu::target("default")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
+[[gnu::target("avx2")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
+[[gnu::target("avx512f")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d8>(e, x, n); }
 
 }  // namespace
 
@@ -324,35 +387,31 @@ PackedWeight pack_weight(const float* wt, size_t in, size_t out) {
   return w;
 }
 
-LENSCHECK_KERNEL
 void linear(const float* x, size_t rows, const PackedWeight& w, const float* b, float* y) {
-  matmul_panels(x, w.in, rows, w.in, w.panels.data(), w.in * kPanel, w.out, b, 1.0f, y, w.out);
+  multiply({x, w.in, rows, w.in, w.panels.data(), w.in * kPanel, w.out, b, 1.0f, y, w.out});
 }
 
-LENSCHECK_KERNEL
 void head_transform(const float* v, size_t T, size_t H, size_t Dh, const PackedWeight& w,
                     const float* b, float* fx) {
   // Head h's rows of the weight are rows h*Dh.. of every panel.
   for (size_t h = 0; h < H; ++h)
-    matmul_panels(v + h * Dh, H * Dh, T, Dh, w.panels.data() + h * Dh * kPanel, w.in * kPanel,
-                  w.out, b, 1.0f, fx + h * T * w.out, w.out);
+    multiply({v + h * Dh, H * Dh, T, Dh, w.panels.data() + h * Dh * kPanel, w.in * kPanel, w.out, b,
+              1.0f, fx + h * T * w.out, w.out});
 }
 
-LENSCHECK_KERNEL
 void attention_scores(const float* q, const float* k, size_t T, size_t H, size_t Dh, float scale,
                       float* scores) {
   const size_t D = H * Dh;
   // Per head, Q_h [T, Dh] times K_h transposed: B(e, b) = k[b * D + h * Dh + e].
   for (size_t h = 0; h < H; ++h)
-    matmul(q + h * Dh, D, T, Dh, {k + h * Dh, 1, D}, T, nullptr, scale, scores + h * T * T, T);
+    multiply_packing(q + h * Dh, D, T, Dh, {k + h * Dh, 1, D}, T, scale, scores + h * T * T, T);
 }
 
-LENSCHECK_KERNEL
 void attend(const float* probs, const float* v, size_t T, size_t H, size_t Dh, float* context) {
   const size_t D = H * Dh;
   // Per head, P_h [T, T] times V_h [T, Dh] into the head's columns of context.
   for (size_t h = 0; h < H; ++h)
-    matmul(probs + h * T * T, T, T, T, {v + h * Dh, D, 1}, Dh, nullptr, 1.0f, context + h * Dh, D);
+    multiply_packing(probs + h * T * T, T, T, T, {v + h * Dh, D, 1}, Dh, 1.0f, context + h * Dh, D);
 }
 
 LENSCHECK_KERNEL
@@ -416,21 +475,15 @@ void softmax_rows(float* x, size_t rows, size_t cols) {
   for (size_t r = 0; r < rows; ++r) {
     float* xr = x + r * cols;
     const float max = max_of(xr, cols);
-    map_in_place(xr, cols, max, ExpShifted{max});
+    map({Elementwise::exp_shifted, max}, xr, cols);
     const float total = static_cast<float>(sum_of(xr, cols));
     for (size_t c = 0; c < cols; ++c) xr[c] /= total;
   }
 }
 
-LENSCHECK_KERNEL
-void gelu_erf(float* x, size_t n) {
-  map_in_place(x, n, 0.0f, GeluErf{});
-}
+void gelu_erf(float* x, size_t n) { map({Elementwise::gelu_erf}, x, n); }
 
-LENSCHECK_KERNEL
-void gelu_tanh(float* x, size_t n) {
-  map_in_place(x, n, 0.0f, GeluTanh{});
-}
+void gelu_tanh(float* x, size_t n) { map({Elementwise::gelu_tanh}, x, n); }
 
 LENSCHECK_KERNEL
 void relu(float* x, size_t n) {
