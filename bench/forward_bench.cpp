@@ -10,6 +10,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+#include <malloc.h>
 
 #include <algorithm>
 #include <cmath>
@@ -171,6 +172,12 @@ std::string flag_value(int& argc, char** argv, const char* name, std::string fal
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Both sides allocate their traces afresh in every forward, up to hundreds of MiB at T = 512.
+  // glibc would give that memory back to the kernel after each forward and page-fault it in again
+  // in the next, a cost that swamps the arithmetic and varies by tens of percent from run to run.
+  // Freed memory stays in the process instead, for the oracle and the runtime alike.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   const std::string model = flag_value(argc, argv, "--model", LENSCHECK_FIXTURE_DIR "/bert-mini");
   const int repetitions = std::stoi(flag_value(argc, argv, "--repetitions", "7"));
   std::vector<char*> args(argv, argv + argc);
