@@ -9,10 +9,13 @@
 #include <numbers>
 #include <vector>
 
-// Same bits on every x86-64: each multiply and each add rounds on its own (no FMA: the baseline
-// has none and the AVX2 clone is compiled without it), and every sum runs in an order the code
-// fixes, never the vector width or a thread count. So the AVX2 clone that the loader picks on
-// CPUs that have it (target_clones, an ifunc) and the portable default agree to the bit.
+// Same bits on every x86-64: each multiply and each add rounds on its own (the project compiles
+// with -ffp-contract=off, so nothing is fused even where FMA is enabled), and every sum runs in an
+// order the code fixes, never the vector width or a thread count. So whichever version of a kernel
+// the loader picks for this CPU (an ifunc) agrees to the bit with the others: kernels are cloned
+// for AVX2 and the x86-64 baseline (target_clones), and the matrix product and the element-wise
+// maps, whose vector shapes are the instruction set's, are overloaded for the baseline, AVX2 and
+// AVX-512 (function multiversioning: multiply() and map() below).
 #if defined(__x86_64__) && !defined(__AVX2__)
 #define LENSCHECK_KERNEL __attribute__((target_clones("avx2", "default")))
 #else
@@ -21,7 +24,8 @@
 // Helpers are inlined into each clone, so they compile for its instruction set.
 #define LENSCHECK_INLINE [[gnu::always_inline]] inline
 
-// 32-byte vectors by value in the default clone change no ABI here: every helper is inlined.
+// 32- and 64-byte vectors by value where the instruction set lacks them change no ABI here: every
+// helper is inlined.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace lenscheck::runtime {
@@ -174,9 +178,13 @@ LENSCHECK_INLINE void multiply_tiled(const Product& m) {
 // picks one, as for the clones): eight accumulators of a 16-float panel row, as two AVX registers
 // × 4 rows (AVX2 has 16), or as one AVX-512 register × 8 rows (AVX-512 has 32). Every shape adds
 // the same terms in the same order, so all give the same bits.
+#if defined(__x86_64__)
 [[gnu::target("default")]] void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
 [[gnu::target("avx2")]] void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
 [[gnu::target("avx512f")]] void multiply(const Product& m) { multiply_tiled<f16, 8>(m); }
+#else
+void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
+#endif
 
 // The same product with B packed on the way in: activations (K, V) change with every call.
 void multiply_packing(const float* a, size_t lda, size_t rows, size_t in, Operand b, size_t out,
@@ -374,9 +382,13 @@ LENSCHECK_INLINE void map_lanes(Elementwise e, float* x, size_t n) {
 
 // Four doubles at a time, or eight with AVX-512; lanes never meet, so both widths give the same
 // bits. One overload per instruction set, as for multiply().
+#if defined(__x86_64__)
 [[gnu::target("default")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
 [[gnu::target("avx2")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
 [[gnu::target("avx512f")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d8>(e, x, n); }
+#else
+void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
+#endif
 
 }  // namespace
 
