@@ -81,15 +81,18 @@ struct Operand {
 constexpr size_t kPanel = 16;
 
 // A tile of R rows × kPanel outputs, each row's sums in kPanel / lanes vectors of type Vec; `b`
-// holds kPanel values per i, `init` kPanel starting values.
+// holds kPanel values per i, `init` kPanel starting values. If `prefetch` is set, its rows (laid
+// out as b's) are fetched into L2 on the way.
 template <class Vec, size_t R>
 LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* b, size_t ldb,
-                           const float* init, float scale, float* c, size_t ldc, size_t width) {
+                           const float* init, float scale, float* c, size_t ldc, size_t width,
+                           const float* prefetch = nullptr) {
   constexpr size_t lanes = sizeof(Vec) / sizeof(float), V = kPanel / lanes;
   Vec acc[R][V];
   for (size_t r = 0; r < R; ++r)
     for (size_t v = 0; v < V; ++v) acc[r][v] = load<Vec>(init + lanes * v);
   for (size_t i = 0; i < in; ++i) {
+    if (prefetch) __builtin_prefetch(prefetch + i * ldb, 0, 2);
     Vec w[V];
     for (size_t v = 0; v < V; ++v) w[v] = load<Vec>(b + i * ldb + lanes * v);
     for (size_t r = 0; r < R; ++r) {
@@ -165,10 +168,13 @@ LENSCHECK_INLINE void multiply_tiled(const Product& m) {
     const size_t o0 = p * kPanel, width = std::min(kPanel, m.out - o0);
     const float* panel = m.panels + p * m.panel_stride;
     for (size_t j = 0; j < kPanel; ++j) init[j] = m.bias && j < width ? m.bias[o0 + j] : 0.0f;
+    // The first tile of a panel prefetches the next one: at few rows a weight comes from L3 once
+    // per forward, and the hardware prefetcher alone keeps the tile waiting (6 % of a T = 16
+    // forward, 4 % at T = 128).
     size_t r = 0;
     for (; r + Rows <= m.rows; r += Rows)
       tile<Vec, Rows>(m.a + r * m.lda, m.lda, m.in, panel, kPanel, init, m.scale, m.c + r * m.ldc + o0,
-                      m.ldc, width);
+                      m.ldc, width, r == 0 && p + 1 < count ? panel + m.panel_stride : nullptr);
     remainder_tile<Vec, Rows - 1>(m.rows - r, m.a + r * m.lda, m.lda, m.in, panel, init, m.scale,
                                   m.c + r * m.ldc + o0, m.ldc, width);
   }
