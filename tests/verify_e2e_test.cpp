@@ -32,8 +32,12 @@ TEST(VerifyEndToEnd, RuntimeAgreesWithOracleOnEveryTensorOfEverySentence) {
   }
   // The goals of the foundation issue, measured: probabilities within 2e-6, ||v|| within 1e-6 relative.
   for (const TensorSummary& f : r.agreement.families) {
-    if (f.name == "layer.*.attention.probs") EXPECT_LE(f.max_abs, 2e-6);
-    if (f.name == "layer.*.value_norm") EXPECT_LE(f.max_rel, 1e-6);
+    if (f.name == "layer.*.attention.probs") {
+      EXPECT_LE(f.max_abs, 2e-6);
+    }
+    if (f.name == "layer.*.value_norm") {
+      EXPECT_LE(f.max_rel, 1e-6);
+    }
   }
   ASSERT_TRUE(r.runtime_truth && r.oracle_truth);
   EXPECT_TRUE(r.runtime_truth->pass());
