@@ -252,8 +252,9 @@ constexpr std::array<double, 13> kExpTaylor = [] {
   return c;
 }();
 
-// Element-wise functions run on four lanes; polynomials by Estrin's scheme, whose independent
-// halves keep the pipelines busy where Horner's rule would wait on each multiply-add in turn.
+// Element-wise functions run on four or eight lanes (map() below); polynomials by Estrin's scheme,
+// whose independent halves keep the pipelines busy where Horner's rule would wait on each
+// multiply-add in turn.
 template <class M>
 LENSCHECK_INLINE bool all_lanes(const M& mask) {
   auto all = mask[0];
