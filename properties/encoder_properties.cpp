@@ -7,7 +7,6 @@
 
 #include <cfloat>
 #include <cmath>
-#include <cstring>
 
 #include "harness/compare.h"
 #include "harness/tolerances.h"
@@ -122,10 +121,7 @@ Trace unpermuted(const Trace& trace, const BertConfig& config,
   return out;
 }
 
-bool bit_identical(const Tensor& a, const Tensor& b) {
-  return a.shape == b.shape &&
-         std::memcmp(a.values.data(), b.values.data(), a.numel() * sizeof(double)) == 0;
-}
+bool bit_identical(const Tensor& a, const Tensor& b) { return a.shape == b.shape && prop::same_bits(a.values, b.values); }
 
 }  // namespace
 

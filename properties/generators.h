@@ -4,6 +4,7 @@
 // showValue, so a shrunk counterexample reads as a config, a weight seed and token ids.
 #include <rapidcheck.h>
 
+#include <bit>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -68,6 +69,21 @@ rc::Gen<LensCase> lens_case(int max_layers, bool single_subword_words = false);
 // whitespace of several kinds, accented and decomposed letters, CJK, kana, emoji, controls, zero-width
 // and replacement characters, and literal special tokens ("[SEP]", "[unused0]", "##").
 rc::Gen<std::string> unicode_text(int max_fragments);
+
+// Equal to the bit: a NaN equals only the same NaN, and -0 differs from +0.
+template <class T>
+bool same_bits(T a, T b) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8);
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  return std::bit_cast<Bits>(a) == std::bit_cast<Bits>(b);
+}
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_bits(a[i], b[i])) return false;
+  return true;
+}
 
 // A [H, T, T] or [T, T] tensor of a trace from a flat float buffer.
 Tensor tensor_of(std::vector<int64_t> shape, const std::vector<float>& values);

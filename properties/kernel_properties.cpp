@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -29,12 +28,7 @@ std::vector<float> spread_values(size_t n, uint32_t seed) {
   return v;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i])) return false;
-  return true;
-}
+using prop::same_bits;
 
 // The plain loop: c[r, o] = (init[o] + a(r, 0) b(0, o) + a(r, 1) b(1, o) + ...) * scale, each
 // product and each sum rounded to float (the project compiles with -ffp-contract=off).

@@ -5,10 +5,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
-#include <bit>
 #include <cfloat>
 #include <cmath>
-#include <cstring>
 
 #include "properties/generators.h"
 #include "runtime/rows.h"
@@ -29,7 +27,7 @@ Tensor norm_lens(const LensCase& c, int l) {
   return prop::tensor_of(lens_shape(c), prop::weighted(c.probs[size_t(l)], c.norms[size_t(l)], c.heads, c.tokens()));
 }
 
-bool same_bits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
+using prop::same_bits;
 
 bool same_row(const WordRow& a, const WordRow& b) {
   if (!(a.head == b.head) || a.word != b.word || !same_bits(a.cls, b.cls) || !same_bits(a.sep, b.sep) ||
@@ -65,15 +63,9 @@ Shares shares_of(const WordRow& r) {
   return s;
 }
 bool same_shares(const Shares& a, const Shares& b) {
-  auto same_vector = [](const std::vector<double>& x, const std::vector<double>& y) {
-    if (x.size() != y.size()) return false;
-    for (size_t i = 0; i < x.size(); ++i)
-      if (!same_bits(x[i], y[i])) return false;
-    return true;
-  };
   return a.sink.has_value() == b.sink.has_value() && (!a.sink || same_bits(*a.sink, *b.sink)) &&
          a.displayed.has_value() == b.displayed.has_value() &&
-         (!a.displayed || same_vector(*a.displayed, *b.displayed)) && same_vector(a.parts, b.parts) &&
+         (!a.displayed || same_bits(*a.displayed, *b.displayed)) && same_bits(a.parts, b.parts) &&
          a.top_target == b.top_target && same_bits(a.top_share, b.top_share);
 }
 
@@ -119,7 +111,7 @@ RC_GTEST_PROP(LensProperties, UnitNormsReproduceTheAttentionLensBitForBit, ()) {
   const size_t T = c.tokens();
   const std::vector<float> ones(size_t(c.heads) * T, 1.0f);
   const std::vector<float> lens = prop::weighted(c.probs[0], ones, c.heads, T);
-  RC_ASSERT(std::memcmp(lens.data(), c.probs[0].data(), lens.size() * sizeof(float)) == 0);
+  RC_ASSERT(same_bits(lens, c.probs[0]));
 
   const WordLayout layout = WordLayout::of(c.sentence());
   const Tensor unit = prop::tensor_of(lens_shape(c), lens), attention = attention_lens(c, 0);
@@ -157,7 +149,7 @@ RC_GTEST_PROP(LensProperties, ZeroingTheNormOfAnyKeyTokenMakesItsColumnExactlyZe
     for (size_t q = 0; q < T; ++q)
       for (size_t k = 0; k < T; ++k) {
         const size_t i = (h * T + q) * T + k;
-        if (k == key ? after[i] != 0.0f : std::bit_cast<uint32_t>(after[i]) != std::bit_cast<uint32_t>(before[i]))
+        if (k == key ? after[i] != 0.0f : !same_bits(after[i], before[i]))
           RC_FAIL(fmt::format("head {} query {} key {}: {} (was {}) with key {}'s norm zeroed", h, q, k,
                               after[i], before[i], key));
       }

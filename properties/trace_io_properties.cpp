@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
-#include <bit>
 #include <limits>
 #include <set>
 
@@ -12,6 +11,8 @@
 
 namespace lenscheck {
 namespace {
+
+using prop::same_bits;
 
 constexpr int kVocabSize = 64;
 
@@ -56,13 +57,6 @@ rc::Gen<Trace> random_trace() {
     }
     return t;
   });
-}
-
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::bit_cast<uint64_t>(a[i]) != std::bit_cast<uint64_t>(b[i])) return false;
-  return true;
 }
 
 }  // namespace
