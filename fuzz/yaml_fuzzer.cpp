@@ -17,8 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     const Tolerances t = load_tolerances(path);
-    for (const ToleranceSet* set : {&t.agreement, &t.truth})
-      for (const Tolerance& r : set->rules) fuzz::require(!r.pattern.empty() && r.atol >= 0 && r.rtol >= 0);
+    fuzz::require(t.floor > 0);
+    for (const Tolerance& r : t.derived.rules) fuzz::require(!r.pattern.empty() && r.k > 0);
+    for (const Tolerance& r : t.absolute.rules) fuzz::require(!r.pattern.empty() && r.atol >= 0 && r.rtol >= 0);
   } catch (const InputError& e) {
     fuzz::require(e.file() == path);
   }

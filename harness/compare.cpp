@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cfloat>
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -63,81 +65,193 @@ namespace {
 
 std::string shape_string(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
-TensorComparison compare_tensor(const TensorSpec& spec, const Tensor* cand, const Tensor* ref,
-                                const ToleranceSet& tolerances, const Trace& reference) {
+// The checks both rules share: a rule applies, every side holds the tensor, in the schema's shape.
+// Returns the comparison with `problem` set when the values cannot be compared.
+TensorComparison prepare(const TensorSpec& spec, const ToleranceSet& rules,
+                         std::initializer_list<std::pair<const char*, const Tensor*>> sides) {
   TensorComparison c;
   c.name = spec.name;
-  if (const Tolerance* t = tolerances.match(spec.name)) c.tolerance = *t;
+  if (const Tolerance* t = rules.match(spec.name)) c.tolerance = *t;
   else c.problem = "no tolerance rule matches this tensor";
-  if (!ref) c.problem = "missing from the reference trace";
-  if (!cand) c.problem = "missing from the candidate trace";
+  for (const auto& [side, tensor] : sides)
+    if (!tensor) c.problem = fmt::format("missing from the {} trace", side);
   if (!c.problem.empty()) return c;
-  if (ref->shape != spec.shape || cand->shape != spec.shape) {
-    c.problem = fmt::format("shape {} vs reference {}, expected {}", shape_string(cand->shape),
-                            shape_string(ref->shape), shape_string(spec.shape));
-    return c;
-  }
-  c.elements = ref->numel();
+  for (const auto& [side, tensor] : sides)
+    if (tensor->shape != spec.shape) {
+      c.problem = fmt::format("shape {} in the {} trace, expected {}", shape_string(tensor->shape), side,
+                              shape_string(spec.shape));
+      return c;
+    }
+  c.elements = sides.begin()->second->numel();
+  if (c.elements == 0) c.problem = "tensor has no elements";
+  return c;
+}
+
+// max_abs, max_rel, max_ulp, the worst element and the non-finite count of candidate against
+// reference; returns whether every value on both sides is finite.
+bool measure(TensorComparison& c, const Tensor& cand, const Tensor& ref, const TensorSpec& spec,
+             const Trace& reference) {
+  double worst_diff = -1;
   for (size_t i = 0; i < c.elements; ++i) {
-    const double a = cand->values[i], b = ref->values[i];
-    double ratio;
+    const double a = cand.values[i], b = ref.values[i];
     if (!std::isfinite(a) || !std::isfinite(b)) {
       ++c.non_finite;
-      ++c.failing;
       c.max_ulp = std::numeric_limits<uint64_t>::max();
-      ratio = std::numeric_limits<double>::infinity();
-    } else {
-      const double diff = std::fabs(a - b), bound = c.tolerance.atol + c.tolerance.rtol * std::fabs(b);
-      c.max_abs = std::max(c.max_abs, diff);
-      if (b != 0) c.max_rel = std::max(c.max_rel, diff / std::fabs(b));
-      c.max_ulp = std::max(c.max_ulp, ulp_distance(a, b));
-      if (diff > bound) ++c.failing;
-      ratio = bound > 0 ? diff / bound : (diff > 0 ? std::numeric_limits<double>::max() : 0.0);
+      if (worst_diff < std::numeric_limits<double>::infinity()) c.worst = i;
+      worst_diff = std::numeric_limits<double>::infinity();
+      continue;
     }
-    if (ratio > c.worst_ratio || i == 0) {
-      c.worst_ratio = ratio;
+    const double diff = std::fabs(a - b);
+    c.max_abs = std::max(c.max_abs, diff);
+    if (b != 0) c.max_rel = std::max(c.max_rel, diff / std::fabs(b));
+    c.max_ulp = std::max(c.max_ulp, ulp_distance(a, b));
+    if (diff > worst_diff) {
+      worst_diff = diff;
       c.worst = i;
     }
   }
-  if (c.elements > 0) {
-    c.worst_candidate = cand->values[c.worst];
-    c.worst_reference = ref->values[c.worst];
-    c.worst_label = element_label(spec.axes, spec.shape, c.worst, reference.tokens);
+  c.worst_candidate = cand.values[c.worst];
+  c.worst_reference = ref.values[c.worst];
+  c.worst_label = element_label(spec.axes, spec.shape, c.worst, reference.tokens);
+  return c.non_finite == 0;
+}
+
+TensorComparison compare_absolute(const TensorSpec& spec, const Tensor* cand, const Tensor* ref,
+                                  const ToleranceSet& rules, const Trace& reference) {
+  TensorComparison c = prepare(spec, rules, {{"candidate", cand}, {"reference", ref}});
+  if (!c.problem.empty()) return c;
+  measure(c, *cand, *ref, spec, reference);
+  c.failing = c.non_finite;
+  c.bound_used = c.non_finite ? std::numeric_limits<double>::infinity() : 0.0;
+  for (size_t i = 0; i < c.elements; ++i) {
+    const double a = cand->values[i], b = ref->values[i];
+    if (!std::isfinite(a) || !std::isfinite(b)) continue;
+    const double diff = std::fabs(a - b), bound = c.tolerance.atol + c.tolerance.rtol * std::fabs(b);
+    if (diff > bound) ++c.failing;
+    c.bound_used = std::max(c.bound_used, bound > 0 ? diff / bound
+                                          : diff > 0 ? std::numeric_limits<double>::infinity() : 0.0);
   }
-  c.pass = c.failing == 0 && c.elements > 0;
-  if (c.elements == 0) c.problem = "tensor has no elements";
+  c.pass = c.failing == 0;
   return c;
+}
+
+double rms_of(const Tensor& t) {
+  double square_sum = 0;
+  for (double v : t.values) square_sum += v * v;
+  return t.values.empty() ? 0.0 : std::sqrt(square_sum / double(t.numel()));
+}
+
+TensorComparison compare_to_truth(const TensorSpec& spec, const Tensor* cand,
+                                  const std::vector<std::pair<std::string, const Tensor*>>& benches,
+                                  const Tensor* truth, double trace_rms, const Tolerances& tolerances,
+                                  const Trace& reference) {
+  TensorComparison c = prepare(spec, tolerances.derived, {{"candidate", cand}, {"fp64 oracle", truth}});
+  for (const auto& [side, bench] : benches) {
+    if (!c.problem.empty()) return c;
+    if (!bench) c.problem = fmt::format("missing from the {} trace", side);
+    else if (bench->shape != spec.shape)
+      c.problem = fmt::format("shape {} in the {} trace, expected {}", shape_string(bench->shape), side,
+                              shape_string(spec.shape));
+  }
+  if (!c.problem.empty()) return c;
+  // The truth and the benchmarks must be finite, or there is nothing to measure the candidate by.
+  std::vector<std::pair<std::string, const Tensor*>> references = benches;
+  references.insert(references.begin(), {"fp64 oracle", truth});
+  for (const auto& [side, t] : references)
+    for (double v : t->values)
+      if (!std::isfinite(v)) {
+        c.problem = fmt::format("the {} has NaN or Inf in this tensor: nothing to judge it by", side);
+        return c;
+      }
+  // The statistic is normwise, as LAPACK's test ratios are: the root mean square of every element's
+  // distance from the truth, weighed against |truth| + rms(truth) (relative where the element is large,
+  // so that a few outlier features, whose rounding error is as large as they are, do not dominate;
+  // relative to the tensor's scale where it is small). A mean over the tensor is stable where a maximum
+  // is not: libtorch's largest error on a short sentence is as often lucky as not (fixtures/tolerances.yaml).
+  // The tensor's scale is the truth's; where the truth is zero throughout (a GELU layer whose inputs
+  // are all far below zero) the whole truth trace's, never the candidate's, whose garbage would set
+  // its own scale.
+  double rms = rms_of(*truth);
+  if (rms == 0) rms = trace_rms;
+  auto weighed_rms = [&](const Tensor& t) {
+    double sum = 0;
+    for (size_t i = 0; i < c.elements; ++i) {
+      const double w = std::fabs(t.values[i] - truth->values[i]) / (std::fabs(truth->values[i]) + rms);
+      sum += w * w;
+    }
+    return std::sqrt(sum / double(c.elements));
+  };
+  ErrorRatio e;
+  const bool finite = measure(c, *cand, *truth, spec, reference);
+  e.candidate_error = finite ? weighed_rms(*cand) : std::numeric_limits<double>::infinity();
+  for (const auto& [side, bench] : benches) e.benchmark_error = std::max(e.benchmark_error, weighed_rms(*bench));
+  e.floor = rms > 0 ? tolerances.floor * FLT_EPSILON : 0.0;
+  const double allowed = std::max(e.benchmark_error, e.floor);
+  e.ratio = allowed > 0 ? e.candidate_error / allowed
+                        : e.candidate_error > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  c.bound_used = e.ratio / c.tolerance.k;
+  c.failing = finite ? (e.ratio > c.tolerance.k ? c.elements : 0) : c.non_finite;
+  c.derived = e;
+  c.pass = finite && e.ratio <= c.tolerance.k;
+  return c;
+}
+
+// Runs `compare_one` over the schema, then fails every name either side holds that the schema lacks.
+TraceComparison compare_schema(const std::vector<const Trace*>& traces, const BertConfig& config,
+                               const std::function<TensorComparison(const TensorSpec&)>& compare_one) {
+  TraceComparison result;
+  for (const Trace* t : traces)
+    if (t->input_ids != traces.front()->input_ids) {
+      result.problem = fmt::format("the traces are of different inputs: {} vs {} tokens, ids differ",
+                                   traces.front()->input_ids.size(), t->input_ids.size());
+      return result;
+    }
+  const auto schema = trace_schema(config, static_cast<int64_t>(traces.front()->input_ids.size()));
+  std::set<std::string> expected;
+  for (const TensorSpec& spec : schema) {
+    expected.insert(spec.name);
+    result.tensors.push_back(compare_one(spec));
+  }
+  for (const Trace* side : traces)
+    for (const auto& [name, tensor] : side->tensors)
+      if (!expected.count(name)) {
+        TensorComparison c;
+        c.name = name;
+        c.problem = fmt::format("not a tensor of the trace schema (in the {} trace)",
+                                side->producer.empty() ? "candidate" : side->producer);
+        result.tensors.push_back(c);
+        expected.insert(name);
+      }
+  return result;
 }
 
 }  // namespace
 
 TraceComparison compare_traces(const Trace& candidate, const Trace& reference,
                                const ToleranceSet& tolerances, const BertConfig& config) {
-  TraceComparison result;
-  if (candidate.input_ids != reference.input_ids) {
-    result.problem = fmt::format("the traces are of different inputs: {} vs {} tokens, ids differ",
-                                 candidate.input_ids.size(), reference.input_ids.size());
-    return result;
+  return compare_schema({&candidate, &reference}, config, [&](const TensorSpec& spec) {
+    return compare_absolute(spec, candidate.find(spec.name), reference.find(spec.name), tolerances, reference);
+  });
+}
+
+TraceComparison compare_derived(const Trace& candidate, const std::vector<const Trace*>& benchmarks,
+                                const Trace& truth, const Tolerances& tolerances, const BertConfig& config) {
+  std::vector<const Trace*> all = {&candidate, &truth};
+  all.insert(all.end(), benchmarks.begin(), benchmarks.end());
+  double square_sum = 0;
+  size_t count = 0;
+  for (const auto& [name, t] : truth.tensors) {
+    for (double v : t.values) square_sum += v * v;
+    count += t.numel();
   }
-  const auto schema = trace_schema(config, static_cast<int64_t>(reference.input_ids.size()));
-  std::set<std::string> expected;
-  for (const TensorSpec& spec : schema) {
-    expected.insert(spec.name);
-    result.tensors.push_back(compare_tensor(spec, candidate.find(spec.name),
-                                            reference.find(spec.name), tolerances, reference));
-  }
-  // A name on either side that the schema does not know breaks the contract too.
-  for (const Trace* side : {&candidate, &reference})
-    for (const auto& [name, tensor] : side->tensors)
-      if (!expected.count(name)) {
-        TensorComparison c;
-        c.name = name;
-        c.problem = fmt::format("not a tensor of the trace schema (in the {} trace)",
-                                side == &candidate ? "candidate" : "reference");
-        result.tensors.push_back(c);
-        expected.insert(name);
-      }
-  return result;
+  const double trace_rms = count ? std::sqrt(square_sum / double(count)) : 0.0;
+  return compare_schema(all, config, [&](const TensorSpec& spec) {
+    std::vector<std::pair<std::string, const Tensor*>> benches;
+    for (const Trace* b : benchmarks)
+      benches.emplace_back(b->producer.empty() ? "benchmark" : b->producer, b->find(spec.name));
+    return compare_to_truth(spec, candidate.find(spec.name), benches, truth.find(spec.name), trace_rms, tolerances,
+                            truth);
+  });
 }
 
 }  // namespace lenscheck

@@ -1,5 +1,7 @@
 #pragma once
-// Tensor-by-tensor comparison of a candidate trace with a reference trace, in the schema's order.
+// Tensor-by-tensor comparison of a candidate trace, in the schema's order: against the fp64 truth with
+// libtorch's fp32 error as the benchmark (the derived rule, the default gate), or against a reference
+// trace under absolute tolerances.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,17 +13,29 @@
 
 namespace lenscheck {
 
+// What the derived rule measured on one tensor.
+// Errors are the root mean square over the tensor of |x - truth| / (|truth| + rms(truth)).
+struct ErrorRatio {
+  double candidate_error = 0;  // of the candidate
+  double benchmark_error = 0;  // the largest of the benchmarks' (libtorch fp32, as given and perturbed)
+  double floor = 0;            // floor · FLT_EPSILON: the least benchmark error counted
+  double ratio = 0;            // candidate_error / max(benchmark_error, floor): > k fails
+};
+
 struct TensorComparison {
   std::string name;
   Tolerance tolerance;       // the rule that applied (pattern empty when none did)
   size_t elements = 0;
-  size_t failing = 0;        // elements outside the tolerance, non-finite ones included
+  size_t failing = 0;        // elements outside the bound, non-finite ones included (derived: all or none)
   size_t non_finite = 0;     // NaN or Inf on either side
-  double max_abs = 0;
+  double max_abs = 0;        // against the reference (the truth, under the derived rule)
   double max_rel = 0;        // |a - b| / |b|, over elements with b != 0
   uint64_t max_ulp = 0;      // in float32 units of least precision
-  size_t worst = 0;          // flat index of the element nearest to (or furthest past) its bound
-  double worst_ratio = 0;    // that element's |a - b| / (atol + rtol |b|): > 1 fails
+  size_t worst = 0;          // flat index of the element furthest from the reference
+  // How much of its bound the tensor uses: > 1 fails. Derived: ratio / k; absolute: the worst
+  // element's |a - b| / (atol + rtol |b|).
+  double bound_used = 0;
+  std::optional<ErrorRatio> derived;  // set under the derived rule
   double worst_candidate = 0, worst_reference = 0;
   std::string worst_label;   // e.g. "[h1, the → scissors]"
   std::string problem;       // set when the tensor could not be compared at all
@@ -42,7 +56,13 @@ uint64_t ulp_distance(double a, double b);
 std::string element_label(const std::vector<Axis>& axes, const std::vector<int64_t>& shape,
                           size_t flat, const std::vector<std::string>& tokens);
 
+// The absolute rule: every element within atol + rtol |reference|.
 TraceComparison compare_traces(const Trace& candidate, const Trace& reference,
                                const ToleranceSet& tolerances, const BertConfig& config);
+
+// The derived rule: per tensor, the candidate's error (ErrorRatio) at most k times the largest of the
+// benchmarks' errors, never counted below the floor. Every trace must be of the same input ids.
+TraceComparison compare_derived(const Trace& candidate, const std::vector<const Trace*>& benchmarks,
+                                const Trace& truth, const Tolerances& tolerances, const BertConfig& config);
 
 }  // namespace lenscheck

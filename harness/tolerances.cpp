@@ -36,21 +36,29 @@ const Tolerance* ToleranceSet::match(const std::string& name) const {
 
 namespace {
 
-ToleranceSet read_rules(const std::filesystem::path& file, const YAML::Node& list,
-                        const std::string& section) {
+enum class Rule { derived, absolute };
+
+ToleranceSet read_rules(const std::filesystem::path& file, const YAML::Node& list, const std::string& section,
+                        Rule kind) {
   namespace Y = yaml_input;
   Y::require_sequence(file, list, section);
   ToleranceSet set;
   for (const YAML::Node& item : list) {
     Y::require_map(file, item, "a tolerance rule");
-    Y::only_keys(file, item, {"pattern", "atol", "rtol"});
     Tolerance t;
+    if (kind == Rule::derived) {
+      Y::only_keys(file, item, {"pattern", "k"});
+      t.k = Y::as_number(file, Y::required(file, item, "k"), "k");
+      if (!(t.k > 0)) Y::fail(file, item, "k must be positive");
+    } else {
+      Y::only_keys(file, item, {"pattern", "atol", "rtol"});
+      t.atol = Y::as_number(file, Y::required(file, item, "atol"), "atol");
+      t.rtol = Y::as_number(file, Y::required(file, item, "rtol"), "rtol");
+      if (t.atol < 0 || t.rtol < 0) Y::fail(file, item, "atol and rtol must be non-negative");
+    }
     t.pattern = Y::as_string(file, Y::required(file, item, "pattern"), "pattern");
-    t.atol = Y::as_number(file, Y::required(file, item, "atol"), "atol");
-    t.rtol = Y::as_number(file, Y::required(file, item, "rtol"), "rtol");
     t.line = item.Mark().line + 1;
     if (t.pattern.empty()) Y::fail(file, item, "pattern must not be empty");
-    if (t.atol < 0 || t.rtol < 0) Y::fail(file, item, "atol and rtol must be non-negative");
     set.rules.push_back(t);
   }
   if (set.rules.empty()) Y::fail(file, list, section + " has no rules");
@@ -63,17 +71,22 @@ Tolerances load_tolerances(const std::filesystem::path& file) {
   namespace Y = yaml_input;
   const YAML::Node root = Y::load(file);
   Y::require_map(file, root, "the tolerances file");
-  Y::only_keys(file, root, {"agreement", "truth"});
+  Y::only_keys(file, root, {"derived", "absolute"});
   Tolerances t;
   t.file = file;
-  t.agreement = read_rules(file, Y::required(file, root, "agreement"), "agreement");
-  t.truth = read_rules(file, Y::required(file, root, "truth"), "truth");
+  const YAML::Node derived = Y::required(file, root, "derived");
+  Y::require_map(file, derived, "derived");
+  Y::only_keys(file, derived, {"floor", "rules"});
+  t.floor = Y::as_number(file, Y::required(file, derived, "floor"), "floor");
+  if (!(t.floor > 0)) Y::fail(file, derived["floor"], "floor must be positive");
+  t.derived = read_rules(file, Y::required(file, derived, "rules"), "derived rules", Rule::derived);
+  t.absolute = read_rules(file, Y::required(file, root, "absolute"), "absolute", Rule::absolute);
   return t;
 }
 
 std::vector<std::string> check_coverage(const Tolerances& t, const std::vector<std::string>& names) {
   std::vector<std::string> warnings;
-  for (const auto& [section, set] : {std::pair{"agreement", &t.agreement}, std::pair{"truth", &t.truth}})
+  for (const auto& [section, set] : {std::pair{"derived", &t.derived}, std::pair{"absolute", &t.absolute}})
     for (const Tolerance& rule : set->rules) {
       bool matches = false, applies = false;
       for (const std::string& n : names) {

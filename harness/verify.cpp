@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <regex>
 
 #include "harness/parallel.h"
+#include "model/seeded_rng.h"
 #include "model/error.h"
 #include "model/trace_io.h"
 #include "oracle/oracle.h"
@@ -15,6 +19,25 @@ namespace lenscheck {
 
 std::string build_version() { return LENSCHECK_BUILD_VERSION; }
 
+std::string family_of(const std::string& name) {
+  static const std::regex layer_index(R"(^layer\.\d+\.)");
+  return std::regex_replace(name, layer_index, "layer.*.");
+}
+
+std::string rule_name(Rule rule) { return rule == Rule::derived ? "derived" : "absolute"; }
+
+double TensorSummary::max_ratio() const {
+  return ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end());
+}
+
+double TensorSummary::median_ratio() const {
+  if (ratios.empty()) return 0;
+  std::vector<double> sorted = ratios;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
 bool ComparisonSummary::pass() const {
   if (tensors.empty()) return false;
   for (const TensorSummary& t : tensors)
@@ -23,11 +46,9 @@ bool ComparisonSummary::pass() const {
 }
 
 bool VerifyResult::pass() const {
-  if (sentences.empty() || !agreement.pass()) return false;
+  if (sentences.empty() || !gate.pass()) return false;
   for (const SentenceVerdict& s : sentences)
-    if (!s.agreement.pass()) return false;
-  if (runtime_truth && !runtime_truth->pass()) return false;
-  if (oracle_truth && !oracle_truth->pass()) return false;
+    if (!s.gate.pass()) return false;
   return true;
 }
 
@@ -46,8 +67,13 @@ void merge(TensorSummary& into, const TensorComparison& c, const std::string& se
   into.max_abs = std::max(into.max_abs, c.max_abs);
   into.max_rel = std::max(into.max_rel, c.max_rel);
   into.max_ulp = std::max(into.max_ulp, c.max_ulp);
-  if (c.worst_ratio >= into.worst_ratio || into.worst.empty()) {
-    into.worst_ratio = c.worst_ratio;
+  if (c.derived) {
+    into.ratios.push_back(c.derived->ratio);
+    into.candidate_error = std::max(into.candidate_error, c.derived->candidate_error);
+    into.benchmark_error = std::max(into.benchmark_error, c.derived->benchmark_error);
+  }
+  if (c.bound_used >= into.bound_used || into.worst.empty()) {
+    into.bound_used = c.bound_used;
     into.worst = fmt::format("{} {}{}", sentence_id, shown_name, c.worst_label);
   }
 }
@@ -58,16 +84,90 @@ std::vector<std::string> schema_names(const BertConfig& config) {
   return names;
 }
 
-std::string family_of(const std::string& name) {
-  static const std::regex layer_index(R"(^layer\.\d+\.)");
-  return std::regex_replace(name, layer_index, "layer.*.");
+VerifyResult header(const Checkpoint& ck, const std::filesystem::path& sentences_file, const Tolerances& tolerances,
+                    Rule rule) {
+  VerifyResult r;
+  r.version = build_version();
+  r.backend = oracle::Oracle::backend();
+  r.model_dir = ck.dir.string();
+  r.model_sha256 = ck.model_sha256;
+  r.sentences_file = sentences_file.string();
+  r.tolerances_file = tolerances.file.string();
+  r.notes = ck.notes;
+  for (const std::string& w : check_coverage(tolerances, schema_names(ck.config))) r.notes.push_back(w);
+  r.notes.push_back(rule == Rule::derived
+                        ? fmt::format("rule: derived (k per tensor family, floor {:g} FLT_EPSILON)", tolerances.floor)
+                        : "rule: absolute (atol, rtol against the fp32 oracle), as asked by --absolute");
+  return r;
 }
 
 }  // namespace
 
-ComparisonSummary summarise(const std::vector<std::pair<std::string, const TraceComparison*>>& runs,
+namespace {
+
+// Every parameter moved one float step, up or down as `seed` draws.
+BertWeights rounding_perturbed(const BertConfig& config, const BertWeights& weights, uint64_t seed) {
+  BertWeights out = weights;
+  SeededRng rng(seed);
+  for_each_param(config, out, [&](const std::string&, Param& p, const std::vector<int64_t>&) {
+    for (float& w : p.values)
+      w = std::nextafter(w, rng.next() & 1 ? std::numeric_limits<float>::infinity()
+                                           : -std::numeric_limits<float>::infinity());
+  });
+  return out;
+}
+
+}  // namespace
+
+struct Judge::Oracles {
+  oracle::Oracle fp32;
+  std::vector<oracle::Oracle> perturbed;
+  std::optional<oracle::Oracle> fp64;
+};
+
+Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule)
+    : checkpoint_(ck), tolerances_(tolerances), rule_(rule) {
+  try {
+    oracles_ = std::make_unique<Oracles>(Oracles{{ck.config, ck.weights, oracle::Precision::fp32}, {}, {}});
+    if (rule == Rule::derived) {
+      for (int seed = 1; seed <= kRoundingProbes; ++seed)
+        oracles_->perturbed.emplace_back(ck.config, rounding_perturbed(ck.config, ck.weights, uint64_t(seed)),
+                                         oracle::Precision::fp32, uint64_t(seed));
+      oracles_->fp64.emplace(ck.config, ck.weights, oracle::Precision::fp64);
+    }
+  } catch (const oracle::OracleError& e) {
+    throw InputError(ck.dir, e.what());
+  }
+}
+
+Judge::~Judge() = default;
+
+Judge::References Judge::references(const Encoding& encoding) const {
+  try {
+    References r{oracles_->fp32.forward(encoding), {}, {}};
+    for (const oracle::Oracle& o : oracles_->perturbed) {
+      r.perturbed.push_back(o.forward(encoding));
+      r.perturbed.back().producer = fmt::format("oracle fp32 (weights and LayerNorm outputs moved one float step, seed {})",
+                                                r.perturbed.size());
+    }
+    if (oracles_->fp64) r.truth = oracles_->fp64->forward(encoding);
+    return r;
+  } catch (const oracle::OracleError& e) {
+    throw InputError(checkpoint_.dir, e.what());
+  }
+}
+
+TraceComparison Judge::judge(const Trace& candidate, const References& refs) const {
+  if (rule_ == Rule::absolute) return compare_traces(candidate, refs.benchmark, tolerances_.absolute, checkpoint_.config);
+  std::vector<const Trace*> benchmarks = {&refs.benchmark};
+  for (const Trace& p : refs.perturbed) benchmarks.push_back(&p);
+  return compare_derived(candidate, benchmarks, *refs.truth, tolerances_, checkpoint_.config);
+}
+
+ComparisonSummary summarise(const std::vector<std::pair<std::string, const TraceComparison*>>& runs, Rule rule,
                             std::string candidate, std::string reference) {
   ComparisonSummary s;
+  s.rule = rule;
   s.candidate = std::move(candidate);
   s.reference = std::move(reference);
   std::map<std::string, size_t> tensor_at, family_at;
@@ -97,24 +197,23 @@ ComparisonSummary summarise(const std::vector<std::pair<std::string, const Trace
   return s;
 }
 
+namespace {
+
+ComparisonSummary summarise_verdicts(const std::vector<SentenceVerdict>& verdicts, Rule rule, std::string candidate) {
+  std::vector<std::pair<std::string, const TraceComparison*>> runs;
+  for (const SentenceVerdict& v : verdicts) runs.emplace_back(v.sentence.id, &v.gate);
+  return summarise(runs, rule, std::move(candidate), rule == Rule::derived ? "oracle fp64" : "oracle fp32");
+}
+
+}  // namespace
+
 VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>& sentences,
                               const std::filesystem::path& sentences_file,
                               const Tolerances& tolerances, const VerifyOptions& options) {
-  VerifyResult r;
-  r.version = build_version();
-  r.backend = oracle::Oracle::backend();
-  r.model_dir = ck.dir.string();
-  r.model_sha256 = ck.model_sha256;
-  r.sentences_file = sentences_file.string();
-  r.tolerances_file = tolerances.file.string();
-  r.notes = ck.notes;
-  for (const std::string& w : check_coverage(tolerances, schema_names(ck.config))) r.notes.push_back(w);
-
+  VerifyResult r = header(ck, sentences_file, tolerances, options.rule);
   const BertTokenizer tokenizer(ck.vocab);
   const runtime::Encoder encoder(ck.config, ck.weights);
-  const oracle::Oracle oracle32(ck.config, ck.weights, oracle::Precision::fp32);
-  std::optional<oracle::Oracle> oracle64;
-  if (options.truth) oracle64.emplace(ck.config, ck.weights, oracle::Precision::fp64);
+  const Judge judge(ck, tolerances, options.rule);
 
   const size_t max_tokens = static_cast<size_t>(ck.config.max_position_embeddings);
   std::vector<Encoding> encodings;  // all sentences are checked before any is run
@@ -123,65 +222,30 @@ VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>&
 
   r.sentences.resize(sentences.size());
   parallel_for(sentences.size(), options.threads, [&](size_t i) {
-    const Trace candidate = encoder.forward(encodings[i]);
-    const Trace reference = oracle32.forward(encodings[i]);
     SentenceVerdict& v = r.sentences[i];
     v.sentence = sentences[i];
     v.tokens = encodings[i].tokens;
-    v.agreement = compare_traces(candidate, reference, tolerances.agreement, ck.config);
-    if (oracle64) {
-      const Trace truth = oracle64->forward(encodings[i]);
-      v.runtime_truth = compare_traces(candidate, truth, tolerances.truth, ck.config);
-      v.oracle_truth = compare_traces(reference, truth, tolerances.truth, ck.config);
-    }
+    v.gate = judge.judge(encoder.forward(encodings[i]), judge.references(encodings[i]));
   });
-
-  auto collect = [&](auto member) {
-    std::vector<std::pair<std::string, const TraceComparison*>> runs;
-    for (const SentenceVerdict& v : r.sentences) {
-      const auto& c = v.*member;
-      if constexpr (std::is_same_v<std::decay_t<decltype(c)>, TraceComparison>)
-        runs.emplace_back(v.sentence.id, &c);
-      else
-        runs.emplace_back(v.sentence.id, &*c);
-    }
-    return runs;
-  };
-  r.agreement = summarise(collect(&SentenceVerdict::agreement), "runtime fp32", "oracle fp32");
-  if (options.truth) {
-    r.runtime_truth = summarise(collect(&SentenceVerdict::runtime_truth), "runtime fp32", "oracle fp64");
-    r.oracle_truth = summarise(collect(&SentenceVerdict::oracle_truth), "oracle fp32", "oracle fp64");
-  }
+  r.gate = summarise_verdicts(r.sentences, options.rule, "runtime fp32");
   return r;
 }
 
 VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path& reference_file,
-                              const Tolerances& tolerances) {
-  VerifyResult r;
-  r.version = build_version();
-  r.backend = "not used";
-  r.model_dir = ck.dir.string();
-  r.model_sha256 = ck.model_sha256;
-  r.sentences_file = reference_file.string();
-  r.tolerances_file = tolerances.file.string();
-  r.notes = ck.notes;
-  for (const std::string& w : check_coverage(tolerances, schema_names(ck.config))) r.notes.push_back(w);
-
-  const Trace reference = load_trace(reference_file, ck.vocab);
-  if (reference.input_ids.size() > size_t(ck.config.max_position_embeddings))
+                              const Tolerances& tolerances, Rule rule) {
+  VerifyResult r = header(ck, reference_file, tolerances, rule);
+  const Trace candidate = load_trace(reference_file, ck.vocab);
+  if (candidate.input_ids.size() > size_t(ck.config.max_position_embeddings))
     throw InputError(reference_file, fmt::format("input_ids has {} tokens, more than max_position_embeddings {}",
-                                                 reference.input_ids.size(), ck.config.max_position_embeddings));
+                                                 candidate.input_ids.size(), ck.config.max_position_embeddings));
   Encoding enc;
-  enc.ids = reference.input_ids;
-  enc.tokens = reference.tokens;
-  enc.word_ids = reference.word_ids;
-  const runtime::Encoder encoder(ck.config, ck.weights);
-  const Trace candidate = encoder.forward(enc);
-  Sentence s{reference_file.filename().string(), "(input ids of the reference trace)", 0};
-  r.sentences.push_back({s, reference.tokens,
-                         compare_traces(candidate, reference, tolerances.agreement, ck.config), {}, {}});
-  r.agreement = summarise({{s.id, &r.sentences.back().agreement}}, candidate.producer,
-                          reference.producer);
+  enc.ids = candidate.input_ids;
+  enc.tokens = candidate.tokens;
+  enc.word_ids = candidate.word_ids;
+  const Judge judge(ck, tolerances, rule);
+  const Sentence s{reference_file.filename().string(), "(input ids of the reference trace)", 0};
+  r.sentences.push_back({s, candidate.tokens, judge.judge(candidate, judge.references(enc))});
+  r.gate = summarise_verdicts(r.sentences, rule, candidate.producer.empty() ? "reference trace" : candidate.producer);
   return r;
 }
 

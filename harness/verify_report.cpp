@@ -27,40 +27,58 @@ std::string ulp_text(uint64_t ulp) {
   return ulp == std::numeric_limits<uint64_t>::max() ? "non-finite" : fmt::format("{}", ulp);
 }
 
-std::string summary_table(const std::vector<TensorSummary>& rows) {
-  std::string s =
-      "| tensor | atol | rtol | max abs | max rel | max ULP | bound used | worst element | result |\n"
+std::string result_text(const TensorSummary& t) {
+  return t.pass() ? "pass" : (t.problem.empty() ? "**FAIL**" : "**FAIL**: " + t.problem);
+}
+
+std::string summary_table(const ComparisonSummary& c, const std::vector<TensorSummary>& rows) {
+  std::string s;
+  if (c.rule == Rule::derived) {
+    s = fmt::format("| tensor | {0} vs libtorch's error: worst | median | k | {0} error | libtorch fp32 error | "
+                    "bound used | worst element | result |\n|---|---|---|---|---|---|---|---|---|\n", c.candidate);
+    for (const TensorSummary& t : rows)
+      s += fmt::format("| `{}` | **{:.2f}×** | {:.2f}× | {:g} | {:.3e} | {:.3e} | {:.1f} % | {} | {} |\n", t.name,
+                       t.max_ratio(), t.median_ratio(), t.tolerance.k, t.candidate_error, t.benchmark_error,
+                       100 * t.bound_used, t.worst, result_text(t));
+    return s;
+  }
+  s = "| tensor | atol | rtol | max abs | max rel | max ULP | bound used | worst element | result |\n"
       "|---|---|---|---|---|---|---|---|---|\n";
-  for (const TensorSummary& t : rows) {
-    const std::string result = t.pass() ? "pass" : (t.problem.empty() ? "**FAIL**" : "**FAIL**: " + t.problem);
+  for (const TensorSummary& t : rows)
     s += fmt::format("| `{}` | {:.1e} | {:.1e} | {:.3e} | {:.3e} | {} | {:.1f} % | {} | {} |\n", t.name,
                      t.tolerance.atol, t.tolerance.rtol, t.max_abs, t.max_rel, ulp_text(t.max_ulp),
-                     100 * t.worst_ratio, t.worst, result);
-  }
+                     100 * t.bound_used, t.worst, result_text(t));
   return s;
 }
 
-std::string summary_section(const std::string& title, const ComparisonSummary& c) {
-  return fmt::format("## {}: {} vs {} — {}\n\nBy tensor family (layer indices collapsed):\n\n{}\n"
+std::string summary_section(const ComparisonSummary& c) {
+  return fmt::format("## Release gate: {} vs {} ({} rule) — {}\n\nBy tensor family (layer indices collapsed):\n\n{}\n"
                      "<details><summary>Every tensor</summary>\n\n{}\n</details>\n\n",
-                     title, c.candidate, c.reference, c.pass() ? "PASS" : "FAIL",
-                     summary_table(c.families), summary_table(c.tensors));
+                     c.candidate, c.reference, rule_name(c.rule), c.pass() ? "PASS" : "FAIL",
+                     summary_table(c, c.families), summary_table(c, c.tensors));
 }
 
 nlohmann::ordered_json summary_json(const ComparisonSummary& c) {
   nlohmann::ordered_json j;
+  j["rule"] = rule_name(c.rule);
   j["candidate"] = c.candidate;
   j["reference"] = c.reference;
   j["pass"] = c.pass();
   for (const auto* list : {&c.families, &c.tensors}) {
     auto& out = j[list == &c.families ? "families" : "tensors"];
     out = nlohmann::ordered_json::array();
-    for (const TensorSummary& t : *list)
-      out.push_back({{"name", t.name}, {"atol", t.tolerance.atol}, {"rtol", t.tolerance.rtol},
-                     {"pattern", t.tolerance.pattern}, {"compared_sentences", t.compared},
-                     {"failed_sentences", t.failed}, {"max_abs", t.max_abs}, {"max_rel", t.max_rel},
-                     {"max_ulp", t.max_ulp}, {"bound_used", t.worst_ratio}, {"worst", t.worst},
-                     {"problem", t.problem}, {"pass", t.pass()}});
+    for (const TensorSummary& t : *list) {
+      nlohmann::ordered_json row = {{"name", t.name}, {"pattern", t.tolerance.pattern}};
+      if (c.rule == Rule::derived)
+        row.update({{"k", t.tolerance.k}, {"max_error_ratio", t.max_ratio()}, {"median_error_ratio", t.median_ratio()},
+                    {"candidate_error", t.candidate_error}, {"benchmark_error", t.benchmark_error}});
+      else
+        row.update({{"atol", t.tolerance.atol}, {"rtol", t.tolerance.rtol}});
+      row.update({{"compared_sentences", t.compared}, {"failed_sentences", t.failed}, {"max_abs", t.max_abs},
+                  {"max_rel", t.max_rel}, {"max_ulp", t.max_ulp}, {"bound_used", t.bound_used}, {"worst", t.worst},
+                  {"problem", t.problem}, {"pass", t.pass()}});
+      out.push_back(std::move(row));
+    }
   }
   return j;
 }
@@ -72,15 +90,33 @@ nlohmann::ordered_json comparison_json(const TraceComparison& c) {
   const TensorComparison* first = c.first_divergence();
   j["first_divergence"] = first ? nlohmann::ordered_json(first->name) : nlohmann::ordered_json();
   j["tensors"] = nlohmann::ordered_json::array();
-  for (const TensorComparison& t : c.tensors)
-    j["tensors"].push_back({{"name", t.name}, {"elements", t.elements}, {"failing", t.failing},
-                            {"non_finite", t.non_finite}, {"max_abs", t.max_abs},
-                            {"max_rel", t.max_rel}, {"max_ulp", t.max_ulp},
-                            {"worst_index", t.worst}, {"worst_label", t.worst_label},
-                            {"worst_candidate", t.worst_candidate},
-                            {"worst_reference", t.worst_reference}, {"bound_used", t.worst_ratio},
-                            {"problem", t.problem}, {"pass", t.pass}});
+  for (const TensorComparison& t : c.tensors) {
+    nlohmann::ordered_json row = {{"name", t.name}, {"elements", t.elements}, {"failing", t.failing},
+                                  {"non_finite", t.non_finite}, {"max_abs", t.max_abs},
+                                  {"max_rel", t.max_rel}, {"max_ulp", t.max_ulp},
+                                  {"worst_index", t.worst}, {"worst_label", t.worst_label},
+                                  {"worst_candidate", t.worst_candidate},
+                                  {"worst_reference", t.worst_reference}, {"bound_used", t.bound_used}};
+    if (t.derived)
+      row["derived"] = {{"candidate_error", t.derived->candidate_error}, {"benchmark_error", t.derived->benchmark_error},
+                        {"floor", t.derived->floor}, {"ratio", t.derived->ratio}, {"k", t.tolerance.k}};
+    row.update({{"problem", t.problem}, {"pass", t.pass}});
+    j["tensors"].push_back(std::move(row));
+  }
   return j;
+}
+
+// Why a tensor failed, in one line, for JUnit.
+std::string failure_message(const TensorComparison& t) {
+  if (!t.problem.empty()) return t.problem;
+  if (t.derived)
+    return fmt::format("error {:.3g}x libtorch's fp32 error (k {:g}): max |candidate - fp64| {:.3g}, libtorch's "
+                       "{:.3g}, floor {:.3g}; worst {}: {:.9g} vs {:.9g}", t.derived->ratio, t.tolerance.k,
+                       t.derived->candidate_error, t.derived->benchmark_error, t.derived->floor, t.worst_label,
+                       t.worst_candidate, t.worst_reference);
+  return fmt::format("{} of {} elements outside atol {:.1e} rtol {:.1e}; worst {}: {:.9g} vs {:.9g}", t.failing,
+                     t.elements, t.tolerance.atol, t.tolerance.rtol, t.worst_label, t.worst_candidate,
+                     t.worst_reference);
 }
 
 std::string xml_escape(const std::string& s) {
@@ -106,18 +142,22 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
                    r.version, r.model_dir, r.model_sha256, r.sentences_file, r.sentences.size(),
                    r.tolerances_file, r.backend);
   for (const std::string& n : r.notes) s += fmt::format("- note: {}\n", n);
-  s += "\nCloseness: |a − b| ≤ atol + rtol·|b|, b the reference; NaN and Inf are never close. "
-       "\"bound used\" is the worst element's |a − b| / (atol + rtol·|b|): above 100 % fails. "
-       "Tokens are written `token@position`.\n\n";
-  s += summary_section("Release gate", r.agreement);
-  if (r.runtime_truth) s += summary_section("Truth", *r.runtime_truth);
-  if (r.oracle_truth) s += summary_section("Truth", *r.oracle_truth);
+  s += r.gate.rule == Rule::derived
+           ? "\nThe derived rule: per tensor and sentence, the candidate's error against the fp64 oracle (the "
+             "truth) over libtorch fp32's on the same model and input. An error is the rms over the tensor of "
+             "|x − truth| / (|truth| + rms(truth)); libtorch's is the largest over the model as given and three "
+             "rounding probes (weights and LayerNorm outputs moved one float step), never below floor · "
+             "FLT_EPSILON. Above k fails; \"bound used\" is the worst ratio over k. NaN and Inf are never close. "
+             "The error columns are those rms errors. Tokens are written `token@position`.\n\n"
+           : "\nThe absolute rule: |a − b| ≤ atol + rtol·|b|, b the fp32 oracle; NaN and Inf are never close. "
+             "\"bound used\" is the worst element's |a − b| / (atol + rtol·|b|): above 100 % fails. "
+             "Tokens are written `token@position`.\n\n";
+  s += summary_section(r.gate);
   s += "## Sentences\n\n| id | tokens | result | first divergence |\n|---|---|---|---|\n";
   for (const SentenceVerdict& v : r.sentences) {
-    const TensorComparison* first = v.agreement.first_divergence();
-    s += fmt::format("| {} | {} | {} | {} |\n", v.sentence.id, v.tokens.size(),
-                     v.agreement.pass() ? "pass" : "**FAIL**",
-                     !v.agreement.problem.empty() ? v.agreement.problem
+    const TensorComparison* first = v.gate.first_divergence();
+    s += fmt::format("| {} | {} | {} | {} |\n", v.sentence.id, v.tokens.size(), v.gate.pass() ? "pass" : "**FAIL**",
+                     !v.gate.problem.empty() ? v.gate.problem
                      : first ? fmt::format("`{}{}`", first->name, first->worst_label) : "—");
   }
   write_text_file(file, s);
@@ -132,17 +172,11 @@ void write_verify_json(const VerifyResult& r, const std::filesystem::path& file)
   j["model"] = {{"dir", r.model_dir}, {"sha256", r.model_sha256}, {"notes", r.notes}};
   j["sentences_file"] = r.sentences_file;
   j["tolerances_file"] = r.tolerances_file;
-  j["agreement"] = summary_json(r.agreement);
-  if (r.runtime_truth) j["runtime_vs_fp64"] = summary_json(*r.runtime_truth);
-  if (r.oracle_truth) j["oracle_vs_fp64"] = summary_json(*r.oracle_truth);
+  j["gate"] = summary_json(r.gate);
   j["sentences"] = nlohmann::ordered_json::array();
-  for (const SentenceVerdict& v : r.sentences) {
-    nlohmann::ordered_json sj = {{"id", v.sentence.id}, {"text", v.sentence.text}, {"tokens", v.tokens}};
-    sj["agreement"] = comparison_json(v.agreement);
-    if (v.runtime_truth) sj["runtime_vs_fp64"] = comparison_json(*v.runtime_truth);
-    if (v.oracle_truth) sj["oracle_vs_fp64"] = comparison_json(*v.oracle_truth);
-    j["sentences"].push_back(std::move(sj));
-  }
+  for (const SentenceVerdict& v : r.sentences)
+    j["sentences"].push_back(
+        {{"id", v.sentence.id}, {"text", v.sentence.text}, {"tokens", v.tokens}, {"gate", comparison_json(v.gate)}});
   write_text_file(file, j.dump(1) + "\n");
 }
 
@@ -163,16 +197,10 @@ void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file
       }
       cases += "</testcase>\n";
     };
-    if (!v.agreement.problem.empty()) add_case("(whole trace)", false, v.agreement.problem);
-    for (const TensorComparison& t : v.agreement.tensors)
-      add_case(t.name, t.pass,
-               !t.problem.empty() ? t.problem
-                                  : fmt::format("{} of {} elements outside atol {:.1e} rtol {:.1e}; "
-                                                "worst {}: {:.9g} vs {:.9g}", t.failing, t.elements,
-                                                t.tolerance.atol, t.tolerance.rtol, t.worst_label,
-                                                t.worst_candidate, t.worst_reference));
+    if (!v.gate.problem.empty()) add_case("(whole trace)", false, v.gate.problem);
+    for (const TensorComparison& t : v.gate.tensors) add_case(t.name, t.pass, failure_message(t));
     suites += fmt::format("  <testsuite name=\"verify.{}\" tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n",
-                          xml_escape(v.sentence.id), v.agreement.tensors.size(), suite_failures, cases);
+                          xml_escape(v.sentence.id), v.gate.tensors.size(), suite_failures, cases);
   }
   write_text_file(file, fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lenscheck "
                                     "verify\" tests=\"{}\" failures=\"{}\">\n{}</testsuites>\n",

@@ -1,5 +1,7 @@
 #include "model/checkpoint.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -58,6 +60,21 @@ BertWeights seeded_weights(const BertConfig& config, uint64_t seed,
     for (float& v : p.values) v = static_cast<float>(s.mean + s.sd * rng.normal());
   });
   return w;
+}
+
+void plant_outlier_dimensions(const BertConfig& config, BertWeights& w, int dims, double gain, uint64_t seed) {
+  const int hidden = config.hidden_size;
+  if (dims < 0 || dims > hidden) throw std::invalid_argument("outlier dimensions outside 0..hidden_size");
+  SeededRng rng(seed);
+  std::vector<size_t> chosen;
+  while (chosen.size() < size_t(dims)) {
+    const size_t d = static_cast<size_t>(rng.next() % static_cast<uint64_t>(hidden));
+    if (std::find(chosen.begin(), chosen.end(), d) == chosen.end()) chosen.push_back(d);
+  }
+  std::vector<Param*> gains = {&w.embeddings_ln_g};
+  for (LayerWeights& L : w.layers) gains.insert(gains.end(), {&L.attention_ln_g, &L.output_ln_g});
+  for (Param* g : gains)
+    for (size_t d : chosen) g->values.at(d) = static_cast<float>(gain);
 }
 
 namespace {

@@ -40,6 +40,12 @@ struct Spread {
 BertWeights seeded_weights(const BertConfig& config, uint64_t seed,
                            const std::function<Spread(const std::string& name, const std::vector<int64_t>& shape)>& spread);
 
+// Sets the gain of `dims` dimensions of every LayerNorm (embeddings' and each layer's two) to `gain`:
+// the outlier dimensions of trained BERTs, high-magnitude LayerNorm parameters that sit in the same
+// positions throughout the model (Kovaleva et al., "BERT Busters", Findings of ACL 2021). The
+// dimensions are drawn from `seed`.
+void plant_outlier_dimensions(const BertConfig& config, BertWeights& weights, int dims, double gain, uint64_t seed);
+
 struct Checkpoint {
   std::filesystem::path dir;
   BertConfig config;

@@ -78,7 +78,7 @@ MutateResult run_mutations(const MutateInputs& in) {
   }
 
   const BertTokenizer tokenizer(in.checkpoint.vocab);
-  const oracle::Oracle oracle(in.checkpoint.config, in.checkpoint.weights, oracle::Precision::fp32);
+  const Judge judge(in.checkpoint, in.tolerances, Rule::derived);
   const runtime::Encoder runtime(in.checkpoint.config, in.checkpoint.weights);
   std::vector<Encoding> encodings;  // every sentence checked before any is run
   for (const Sentence& s : in.sentences)
@@ -86,11 +86,11 @@ MutateResult run_mutations(const MutateInputs& in) {
                                         in.sentences_file));
   std::vector<SentenceRun> runs(in.sentences.size());
   parallel_for(runs.size(), in.threads, [&](size_t i) {
-    runs[i] = {in.sentences[i], encodings[i], oracle.forward(encodings[i]), runtime.forward(encodings[i])};
+    runs[i] = {in.sentences[i], encodings[i], judge.references(encodings[i]), runtime.forward(encodings[i])};
   });
   r.setup_seconds = seconds_since(start);
 
-  const Context ctx{in.checkpoint, in.tolerances, runs, in.plan, in.plan_checkpoint};
+  const Context ctx{in.checkpoint, judge, runs, in.plan, in.plan_checkpoint};
   r.cases.resize(cases.size());
   parallel_for(cases.size(), in.threads, [&](size_t i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -106,7 +106,8 @@ void write_mutate_markdown(const MutateResult& r, const std::filesystem::path& f
   s += fmt::format("Mutation score: **{} / {} = {:.0f} %** of non-equivalent implementation mutants killed.\n\n",
                    r.killed(), r.non_equivalent(), r.non_equivalent() ? 100.0 * double(r.killed()) / double(r.non_equivalent()) : 0.0);
   s += fmt::format("- build: `{}`\n- model: `{}` (SHA-256 `{}`)\n- sentences: `{}` ({})\n- tolerances: `{}`\n"
-                   "- oracle: {} — its trace computed once per sentence and shared by every mutant\n"
+                   "- oracle: {} — its fp32 and fp64 traces computed once per sentence and shared by every mutant; "
+                   "the gate is the derived rule\n"
                    "- time: {:.2f} s in all, of which {:.2f} s set-up (oracle and runtime traces)\n\n",
                    r.version, r.model_dir, r.model_sha256, r.sentences_file, r.sentences, r.tolerances_file,
                    r.oracle_backend, r.total_seconds, r.setup_seconds);

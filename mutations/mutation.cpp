@@ -21,27 +21,29 @@ Outcome gate(const Context& ctx, const std::function<Trace(const SentenceRun&)>&
   double closest = 0;
   std::string closest_at;
   for (const SentenceRun& run : ctx.runs) {
-    const TraceComparison c = compare_traces(mutated_runtime(run), run.oracle, ctx.tolerances.agreement,
-                                             ctx.checkpoint.config);
+    const TraceComparison c = ctx.judge.judge(mutated_runtime(run), run.references);
     if (const TensorComparison* first = c.first_divergence())
       return {true, first->name,
-              fmt::format("sentence {}: {} first, max abs {:.3g}, bound used {:.3g} % at {}{}", run.sentence.id,
-                          first->name, first->max_abs, 100 * first->worst_ratio, first->name, first->worst_label)};
+              !first->problem.empty()
+                  ? fmt::format("sentence {}: {}: {}", run.sentence.id, first->name, first->problem)
+                  : fmt::format("sentence {}: {} first, {:.3g}x libtorch's fp32 error (k {:g}), max abs {:.3g} at {}{}",
+                                run.sentence.id, first->name, first->derived->ratio, first->tolerance.k,
+                                first->max_abs, first->name, first->worst_label)};
     if (!c.problem.empty()) return {true, "(whole trace)", c.problem};
     for (const TensorComparison& t : c.tensors)
-      if (t.worst_ratio > closest) {
-        closest = t.worst_ratio;
+      if (t.bound_used > closest) {
+        closest = t.bound_used;
         closest_at = fmt::format("{} {}{}", run.sentence.id, t.name, t.worst_label);
       }
   }
   return {false, "",
-          fmt::format("every tensor of {} sentences within tolerance; closest to its bound: {:.1f} % at {}",
+          fmt::format("every tensor of {} sentences within its bound; closest: {:.1f} % of it at {}",
                       ctx.runs.size(), 100 * closest, closest_at)};
 }
 
 std::function<Outcome(const Context&)> runtime_fault(runtime::Fault fault) {
   return [fault](const Context& ctx) {
-    const runtime::Encoder mutant(ctx.checkpoint.config, ctx.checkpoint.weights, fault);
+    const runtime::Encoder mutant(ctx.checkpoint.config, ctx.checkpoint.weights, {fault});
     return gate(ctx, [&](const SentenceRun& run) { return mutant.forward(run.encoding); });
   };
 }

@@ -8,7 +8,7 @@
 
 #include "harness/sentences.h"
 #include "harness/study_plan.h"
-#include "harness/tolerances.h"
+#include "harness/verify.h"
 #include "model/checkpoint.h"
 #include "model/trace.h"
 #include "runtime/faults.h"
@@ -16,17 +16,17 @@
 
 namespace lenscheck::mutation {
 
-// One sentence of the mutation run: the oracle's trace is computed once and shared by every case.
+// One sentence of the mutation run: the oracles' traces are computed once and shared by every case.
 struct SentenceRun {
   Sentence sentence;
   Encoding encoding;
-  Trace oracle;   // fp32 libtorch: the reference every implementation mutant is compared with
-  Trace runtime;  // the unmutated runtime, for the metric cases
+  Judge::References references;  // libtorch fp32 and fp64: what every implementation mutant is judged by
+  Trace runtime;                  // the unmutated runtime, for the metric cases
 };
 
 struct Context {
   const Checkpoint& checkpoint;
-  const Tolerances& tolerances;
+  const Judge& judge;  // the gate, under the derived rule
   const std::vector<SentenceRun>& runs;
   const StudyPlan& plan;               // its recorded numbers catch faults in the rows
   const Checkpoint& plan_checkpoint;   // the plan's model

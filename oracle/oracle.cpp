@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <optional>
 
 namespace lenscheck::oracle {
 
@@ -16,7 +18,7 @@ namespace {
 
 torch::Tensor to_torch(const Param& p, torch::Dtype dtype) {
   auto t = torch::from_blob(const_cast<float*>(p.values.data()), p.shape, torch::kFloat32);
-  return t.to(dtype);  // always a copy: the oracle owns its weights
+  return t.to(dtype, /*non_blocking=*/false, /*copy=*/true);  // the oracle owns its weights, fp32 too
 }
 
 Tensor to_trace(const torch::Tensor& t) {
@@ -35,6 +37,7 @@ struct TorchLayer {
 struct Oracle::Impl {
   BertConfig config;
   torch::Dtype dtype;
+  uint64_t rounding_probe = 0;  // 0: none
   torch::Tensor word, position, token_type, ln_g, ln_b;
   std::vector<TorchLayer> layers;
 
@@ -54,8 +57,30 @@ struct Oracle::Impl {
   }
 };
 
-Oracle::Oracle(const BertConfig& config, const BertWeights& w, Precision precision)
+namespace {
+
+// libtorch reports a failed allocation as c10::Error or std::bad_alloc; the harness reads neither.
+template <class F>
+auto translating_torch_errors(Precision precision, const char* doing, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));  // c10::Error appends a backtrace
+    throw OracleError(fmt::format("the {} oracle could not {}: {}", precision == Precision::fp64 ? "fp64" : "fp32",
+                                  doing, what));
+  }
+}
+
+}  // namespace
+
+Oracle::Oracle(const BertConfig& config, const BertWeights& w, Precision precision, uint64_t rounding_probe)
     : impl_(std::make_unique<Impl>()) {
+  impl_->rounding_probe = rounding_probe;
+  translating_torch_errors(precision, "load the weights", [&] { load(config, w, precision); });
+}
+
+void Oracle::load(const BertConfig& config, const BertWeights& w, Precision precision) {
   Impl& m = *impl_;
   m.config = config;
   m.dtype = precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32;
@@ -78,6 +103,11 @@ Oracle::~Oracle() = default;
 Oracle::Oracle(Oracle&&) noexcept = default;
 
 Trace Oracle::forward(const Encoding& enc, Record record) const {
+  return translating_torch_errors(impl_->dtype == torch::kFloat64 ? Precision::fp64 : Precision::fp32,
+                                  "run the forward pass", [&] { return run(enc, record); });
+}
+
+Trace Oracle::run(const Encoding& enc, Record record) const {
   torch::NoGradGuard no_grad;
   const Impl& m = *impl_;
   const int64_t T = static_cast<int64_t>(enc.ids.size()), D = m.config.hidden_size,
@@ -93,7 +123,19 @@ Trace Oracle::forward(const Encoding& enc, Record record) const {
 
   const auto ids = torch::tensor(enc.ids, torch::kInt64);
   auto x = F::embedding(ids, m.word) + m.position.slice(0, 0, T) + m.token_type[0];
-  x = m.layer_norm(x, m.ln_g, m.ln_b);
+  // The rounding probe moves every LayerNorm output one float step, up or down at random: rounding-sized
+  // noise in every row, which breaks the exact ties a collapsed model's identical rows have in fp64
+  // and in libtorch alike, and which a runtime that rounds elsewhere does not keep.
+  std::optional<at::Generator> probe;
+  if (m.rounding_probe) probe = at::make_generator<at::CPUGeneratorImpl>(m.rounding_probe);
+  auto norm = [&](const torch::Tensor& v, const torch::Tensor& g, const torch::Tensor& b) {
+    const torch::Tensor y = m.layer_norm(v, g, b);
+    if (!probe) return y;
+    const auto up = torch::randint(0, 2, y.sizes(), *probe, torch::TensorOptions().dtype(torch::kBool));
+    const double inf = std::numeric_limits<double>::infinity();
+    return torch::nextafter(y, torch::where(up, torch::full_like(y, inf), torch::full_like(y, -inf)));
+  };
+  x = norm(x, m.ln_g, m.ln_b);
   if (everything) trace.add("embeddings.output", to_trace(x));
 
   for (size_t l = 0; l < m.layers.size(); ++l) {
@@ -129,7 +171,7 @@ Trace Oracle::forward(const Encoding& enc, Record record) const {
             .q_proj_weight(L.wq)
             .k_proj_weight(L.wk)
             .v_proj_weight(L.wv));
-    const auto attention = m.layer_norm(attended.squeeze(1) + x, L.ln1_g, L.ln1_b);
+    const auto attention = norm(attended.squeeze(1) + x, L.ln1_g, L.ln1_b);
     if (lenses) {
       const auto alpha = probs.squeeze(0);  // [H, T, T]
       trace.add(p + "attention.probs", to_trace(alpha));
@@ -159,7 +201,7 @@ Trace Oracle::forward(const Encoding& enc, Record record) const {
 
     const auto inter = m.activation(F::linear(attention, L.wi, L.bi));
     if (everything) trace.add(p + "intermediate", to_trace(inter));
-    x = m.layer_norm(F::linear(inter, L.wo2, L.bo2) + attention, L.ln2_g, L.ln2_b);
+    x = norm(F::linear(inter, L.wo2, L.bo2) + attention, L.ln2_g, L.ln2_b);
     if (everything || (record == Record::output && l + 1 == m.layers.size())) trace.add(p + "output", to_trace(x));
   }
   return trace;

@@ -29,14 +29,26 @@ namespace prop {
 bool default_max_success(int cases);
 inline const bool kDefaultCases = default_max_success(200);
 
-// Layers 1-3, heads 1-4, head dim 2-16 with hidden >= 4, vocab 8-64, intermediate 2-64, room for
-// 1-24 content tokens (max_position_embeddings 3-32); shrinks towards one layer, one head of
-// dimension 4.
-rc::Gen<BertConfig> small_config();
+// Layers 1-max_layers (BERT-base's depth by default), heads 1-4, head dim 2-16 with hidden >= 8,
+// vocab 8-64, intermediate 2-64, room for 1-24 content tokens (max_position_embeddings 3-32); shrinks
+// towards one layer, one head.
+rc::Gen<BertConfig> small_config(int max_layers = 12);
 
-// Weights drawn from `seed` (splitmix64, so a seed is the same model on every machine), at a scale
-// that keeps softmax away from both uniform and one-hot; see generators.cpp for the reasoning.
-BertWeights random_weights(const BertConfig& config, uint64_t seed);
+// How far a random model's statistics are from unit scale, towards a trained BERT's: linear weights
+// `spread` times LeCun's 1/sqrt(in), so attention logits have a standard deviation of about spread²
+// (soft rows at 1, nearly one-hot at 4); and LayerNorm outlier dimensions (plant_outlier_dimensions).
+struct Statistics {
+  double spread = 1;
+  int outlier_dims = 0;
+  double outlier_gain = 1;
+};
+void showValue(const Statistics& statistics, std::ostream& os);
+// Spread 1-4, 0-2 outlier dimensions of gain 1-20; shrinks towards unit scale without outliers.
+rc::Gen<Statistics> trained_statistics();
+
+// Weights drawn from `seed` (splitmix64, so a seed is the same model on every machine); at unit
+// statistics a scale that keeps softmax away from both uniform and one-hot (generators.cpp says why).
+BertWeights random_weights(const BertConfig& config, uint64_t seed, const Statistics& statistics = {});
 
 // The vocabulary of a random model, in BERT's layout: [PAD] [UNK] [CLS] [SEP] [MASK], then
 // word-initial pieces "aN" at odd ids and continuations "##aN" at even ids.

@@ -85,8 +85,8 @@ void linear_half_accumulate(const float* x, size_t rows, size_t in, const float*
 
 }  // namespace
 
-Encoder::Encoder(const BertConfig& config, const BertWeights& weights, Fault fault)
-    : config_(config), weights_(weights), fault_(fault) {
+Encoder::Encoder(const BertConfig& config, const BertWeights& weights, Injected fault)
+    : config_(config), weights_(weights), fault_(fault.fault), fault_delta_(static_cast<float>(fault.delta)) {
   unit_gamma_.values.assign(static_cast<size_t>(config.hidden_size), 1.0f);
   for (const LayerWeights& w : weights.layers)
     layers_.push_back({packed(w.query_w), packed(w.key_w), packed(w.value_w), packed(w.attention_out_w),
@@ -169,6 +169,8 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
     } else {
       softmax_rows(scores.data(), H * T, T);
     }
+    if (fault_ == Fault::last_layer_probs_scaled && l + 1 == layers_.size())
+      for (size_t e = 0; e < T * T; ++e) scores[e] *= 1.0f + fault_delta_;
     const std::vector<float>& probs = scores;
     rec.shown(p + "attention.probs", {h, t, t}, probs.data());
 

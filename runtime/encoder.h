@@ -12,8 +12,8 @@ namespace lenscheck::runtime {
 
 class Encoder {
  public:
-  // `fault` is for `lenscheck mutate` only: the shipped runtime is Fault::none.
-  Encoder(const BertConfig& config, const BertWeights& weights, Fault fault = Fault::none);
+  // `fault` is for `lenscheck mutate` and `calibrate` only: the shipped runtime is Fault::none.
+  Encoder(const BertConfig& config, const BertWeights& weights, Injected fault = {});
 
   // One sentence; Record::output skips the norms and lenses too.
   Trace forward(const Encoding& encoding, Record record = Record::everything) const;
@@ -28,6 +28,7 @@ class Encoder {
   BertConfig config_;
   const BertWeights& weights_;
   Fault fault_;
+  float fault_delta_;
   Param unit_gamma_;  // for Fault::layer_norm_without_gamma
   std::vector<Layer> layers_;  // linear weights packed once, for the hot loops
 };

@@ -22,6 +22,13 @@ enum class Fault {
   token_type_dropped,            // no token type embedding
   half_precision_ffn_output,     // the FFN output matmul accumulates in fp16
   softmax_without_max,           // softmax without subtracting the row maximum
+  last_layer_probs_scaled,       // the last layer's head 0 probabilities times (1 + delta): a graded fault
+};
+
+// A fault and, for a graded one, its size.
+struct Injected {
+  Fault fault = Fault::none;
+  double delta = 0;
 };
 
 }  // namespace lenscheck::runtime

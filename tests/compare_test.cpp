@@ -1,6 +1,7 @@
 // The comparison rule and the gate: what passes, what fails, and how a failure is named.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <limits>
 
@@ -40,7 +41,7 @@ Trace full_trace(const BertConfig& c, double fill) {
   return t;
 }
 
-ToleranceSet rules(double atol, double rtol) { return {{{"*", atol, rtol, 1}}}; }
+ToleranceSet rules(double atol, double rtol) { return {{{.pattern = "*", .atol = atol, .rtol = rtol, .line = 1}}}; }
 
 }  // namespace
 
@@ -150,6 +151,112 @@ TEST(Gate, ATensorNoRuleCoversFails) {
   EXPECT_EQ(r.first_divergence()->problem, "no tolerance rule matches this tensor");
 }
 
+Tolerances derived_rule(double k, double floor = 1) {
+  Tolerances t;
+  t.floor = floor;
+  t.derived = {{{.pattern = "*", .k = k, .line = 1}}};
+  return t;
+}
+
+// Every tensor of `trace` moved by `relative` of its own element plus the tensor's rms, alternately up
+// and down: an error whose weighed rms (ErrorRatio) is `relative` exactly in exact arithmetic.
+Trace moved(const Trace& trace, double relative) {
+  Trace out = trace;
+  for (auto& [name, t] : out.tensors) {
+    double sum = 0;
+    for (double v : t.values) sum += v * v;
+    const double rms = std::sqrt(sum / double(t.numel()));
+    for (size_t i = 0; i < t.numel(); ++i) t.values[i] += (i % 2 ? -1 : 1) * relative * (std::fabs(t.values[i]) + rms);
+  }
+  return out;
+}
+
+TEST(DerivedRule, TheCandidateMayBeKTimesAsFarFromTheTruthAsLibtorchIs) {
+  const BertConfig c = tiny_config();
+  const Trace truth = full_trace(c, 1.0), benchmark = moved(truth, 1e-5), candidate = moved(truth, 3e-5);
+  const TraceComparison at4 = compare_derived(candidate, {&benchmark}, truth, derived_rule(4), c);
+  EXPECT_TRUE(at4.pass());
+  for (const TensorComparison& t : at4.tensors) {
+    ASSERT_TRUE(t.derived) << t.name;
+    EXPECT_NEAR(t.derived->ratio, 3, 1e-6) << t.name;
+    EXPECT_NEAR(t.derived->benchmark_error, 1e-5, 1e-10) << t.name;
+    EXPECT_NEAR(t.bound_used, 0.75, 1e-6) << t.name;
+  }
+  const TraceComparison at2 = compare_derived(candidate, {&benchmark}, truth, derived_rule(2), c);
+  EXPECT_FALSE(at2.pass());
+  EXPECT_EQ(at2.first_divergence()->name, "embeddings.output");
+}
+
+TEST(DerivedRule, WhereLibtorchIsExactTheFloorStandsInForItsError) {
+  const BertConfig c = tiny_config();
+  const Trace truth = full_trace(c, 1.0);
+  // libtorch exact: the candidate's half-epsilon error is within k = 4 of a one-epsilon floor ...
+  EXPECT_TRUE(compare_derived(moved(truth, 0.5 * FLT_EPSILON), {&truth}, truth, derived_rule(4), c).pass());
+  // ... and ten epsilons are not; nor is any error at all without a floor to stand in.
+  EXPECT_FALSE(compare_derived(moved(truth, 10 * FLT_EPSILON), {&truth}, truth, derived_rule(4), c).pass());
+  const TraceComparison r = compare_derived(moved(truth, 10 * FLT_EPSILON), {&truth}, truth, derived_rule(4, 8), c);
+  EXPECT_TRUE(r.pass());
+  EXPECT_DOUBLE_EQ(r.tensors.front().derived->floor, 8 * FLT_EPSILON);
+}
+
+TEST(DerivedRule, TheLargestOfTheBenchmarksErrorsIsTheYardstick) {
+  const BertConfig c = tiny_config();
+  const Trace truth = full_trace(c, 1.0), lucky = moved(truth, 1e-6), typical = moved(truth, 1e-5),
+              candidate = moved(truth, 3e-5);
+  EXPECT_FALSE(compare_derived(candidate, {&lucky}, truth, derived_rule(4), c).pass());
+  const TraceComparison r = compare_derived(candidate, {&lucky, &typical}, truth, derived_rule(4), c);
+  EXPECT_TRUE(r.pass());
+  EXPECT_NEAR(r.tensors.front().derived->ratio, 3, 1e-6);
+}
+
+TEST(DerivedRule, NanInTheCandidateFailsAndNanInTheTruthIsNamed) {
+  const BertConfig c = tiny_config();
+  const Trace truth = full_trace(c, 1.0), benchmark = moved(truth, 1e-5);
+  Trace candidate = truth;
+  candidate.find("layer.0.attention.probs")->values[2] = std::numeric_limits<double>::quiet_NaN();
+  const TraceComparison r = compare_derived(candidate, {&benchmark}, truth, derived_rule(1e9), c);
+  EXPECT_FALSE(r.pass());
+  EXPECT_EQ(r.first_divergence()->name, "layer.0.attention.probs");
+  EXPECT_EQ(r.first_divergence()->non_finite, 1u);
+  Trace bad_truth = truth;
+  bad_truth.find("layer.0.output")->values[0] = std::numeric_limits<double>::infinity();
+  const TraceComparison t = compare_derived(truth, {&benchmark}, bad_truth, derived_rule(1e9), c);
+  EXPECT_FALSE(t.pass());
+  EXPECT_EQ(t.first_divergence()->problem, "the fp64 oracle has NaN or Inf in this tensor: nothing to judge it by");
+}
+
+TEST(DerivedRule, AMissingTensorInAnyOfTheThreeTracesFails) {
+  const BertConfig c = tiny_config();
+  const Trace truth = full_trace(c, 1.0);
+  for (int side = 0; side < 3; ++side) {
+    Trace traces[3] = {truth, truth, truth};
+    traces[side].tensors.pop_back();
+    const TraceComparison r = compare_derived(traces[0], {&traces[1]}, traces[2], derived_rule(4), c);
+    EXPECT_FALSE(r.pass()) << side;
+    EXPECT_NE(r.first_divergence()->problem.find("missing from the"), std::string::npos) << side;
+  }
+}
+
+TEST(DerivedRule, UnlikeAnAbsoluteToleranceItsVerdictDoesNotDependOnScale) {
+  const BertConfig c = tiny_config();
+  const Trace truth = full_trace(c, 1.0), benchmark = moved(truth, 1e-6), candidate = moved(truth, 3e-6);
+  auto scaled = [](Trace t, int power) {
+    for (auto& [name, tensor] : t.tensors)
+      for (double& v : tensor.values) v = std::ldexp(v, power);
+    return t;
+  };
+  for (int power : {-30, 0, 30}) {
+    const Trace scaled_benchmark = scaled(benchmark, power);
+    const TraceComparison r =
+        compare_derived(scaled(candidate, power), {&scaled_benchmark}, scaled(truth, power), derived_rule(4), c);
+    EXPECT_TRUE(r.pass()) << power;
+    EXPECT_NEAR(r.tensors.front().derived->ratio, 3, 1e-6) << power;
+  }
+  // The absolute rule that passes at unit scale fails the same numbers scaled up.
+  EXPECT_TRUE(compare_traces(candidate, truth, rules(1e-4, 0), c).pass());
+  EXPECT_FALSE(compare_traces(scaled(candidate, 30), scaled(truth, 30), rules(1e-4, 0), c).pass());
+}
+
 TEST(Ulp, CountsFloat32StepsAcrossZero) {
   EXPECT_EQ(ulp_distance(1.0, 1.0), 0u);
   EXPECT_EQ(ulp_distance(1.0, std::nextafter(1.0f, 2.0f)), 1u);
@@ -173,11 +280,15 @@ TEST(TolerancesFile, TheCommittedFileLoadsAndCoversEveryTensor) {
   BertConfig c = tiny_config();
   c.num_hidden_layers = 4;
   for (const TensorSpec& s : trace_schema(c, 5)) {
-    EXPECT_NE(t.agreement.match(s.name), nullptr) << s.name;
-    EXPECT_NE(t.truth.match(s.name), nullptr) << s.name;
+    ASSERT_NE(t.derived.match(s.name), nullptr) << s.name;
+    EXPECT_GT(t.derived.match(s.name)->k, 1) << s.name;  // libtorch's own error must pass
+    EXPECT_NE(t.absolute.match(s.name), nullptr) << s.name;
   }
-  EXPECT_DOUBLE_EQ(t.agreement.match("layer.2.attention.probs")->atol, 4e-6);
+  EXPECT_GT(t.floor, 0);
 }
+
+const std::string kDerived = "derived:\n  floor: 1\n  rules:\n    - {pattern: \"*\", k: 4}\n";
+const std::string kAbsolute = "absolute:\n  - {pattern: \"*\", atol: 1, rtol: 1}\n";
 
 TEST(TolerancesFile, ErrorsNameTheFileAndLine) {
   const auto dir = test::temp_dir("tol");
@@ -191,39 +302,47 @@ TEST(TolerancesFile, ErrorsNameTheFileAndLine) {
     }
     return "no error";
   };
-  const std::string truth = "truth:\n  - {pattern: \"*\", atol: 1, rtol: 1}\n";
-  EXPECT_EQ(error_of("agreement:\n  - {pattern: \"*\", atol: 1, rtol: 1, rtoll: 2}\n" + truth),
-            "line 2: unknown key \"rtoll\" (expected: pattern, atol, rtol)");
-  EXPECT_EQ(error_of("agreement:\n  - {pattern: \"*\", atol: tiny, rtol: 1}\n" + truth),
-            "line 2: atol must be a finite number, got \"tiny\"");
-  EXPECT_EQ(error_of("agreement:\n  - {pattern: \"*\", atol: .nan, rtol: 1}\n" + truth),
-            "line 2: atol must be a finite number, got \".nan\"");
-  EXPECT_EQ(error_of("agreement:\n  - {pattern: \"*\", atol: -1, rtol: 1}\n" + truth),
-            "line 2: atol and rtol must be non-negative");
-  EXPECT_EQ(error_of(truth), "line 1: missing key \"agreement\"");
-  EXPECT_NE(error_of("agreement: [\n" + truth).find("malformed YAML"), std::string::npos);
-  EXPECT_EQ(error_of("agreement: 3\n" + truth), "line 1: agreement must be a list");
+  EXPECT_EQ(error_of(kDerived + "absolute:\n  - {pattern: \"*\", atol: 1, rtol: 1, rtoll: 2}\n"),
+            "line 6: unknown key \"rtoll\" (expected: pattern, atol, rtol)");
+  EXPECT_EQ(error_of(kDerived + "absolute:\n  - {pattern: \"*\", atol: tiny, rtol: 1}\n"),
+            "line 6: atol must be a finite number, got \"tiny\"");
+  EXPECT_EQ(error_of(kDerived + "absolute:\n  - {pattern: \"*\", atol: -1, rtol: 1}\n"),
+            "line 6: atol and rtol must be non-negative");
+  // The derived rule's k: missing, zero, negative or not a number.
+  auto with_rule = [&](const std::string& rule) {
+    return error_of("derived:\n  floor: 1\n  rules:\n    - " + rule + "\n" + kAbsolute);
+  };
+  EXPECT_EQ(with_rule("{pattern: \"*\"}"), "line 4: missing key \"k\"");
+  EXPECT_EQ(with_rule("{pattern: \"*\", k: 0}"), "line 4: k must be positive");
+  EXPECT_EQ(with_rule("{pattern: \"*\", k: -4}"), "line 4: k must be positive");
+  EXPECT_EQ(with_rule("{pattern: \"*\", k: .nan}"), "line 4: k must be a finite number, got \".nan\"");
+  EXPECT_EQ(with_rule("{pattern: \"*\", k: 4, atol: 1}"), "line 4: unknown key \"atol\" (expected: pattern, k)");
+  EXPECT_EQ(error_of("derived:\n  floor: 0\n  rules:\n    - {pattern: \"*\", k: 4}\n" + kAbsolute),
+            "line 2: floor must be positive");
+  EXPECT_EQ(error_of("derived:\n  rules:\n    - {pattern: \"*\", k: 4}\n" + kAbsolute), "line 2: missing key \"floor\"");
+  EXPECT_EQ(error_of(kAbsolute), "line 1: missing key \"derived\"");
+  EXPECT_EQ(error_of("derived: 3\n" + kAbsolute), "line 1: derived must be a mapping");
 }
 
 TEST(TolerancesFile, ARuleNamingNoTensorFailsAndAnIdleRuleWarns) {
   const auto dir = test::temp_dir("coverage");
   const std::vector<std::string> names = {"embeddings.output", "layer.0.attention.probs", "layer.0.output"};
-  auto coverage = [&](const std::string& agreement) {
-    test::write_file(dir / "t.yaml", "agreement:\n" + agreement + "truth:\n  - {pattern: \"*\", atol: 1, rtol: 1}\n");
+  auto coverage = [&](const std::string& rules) {
+    test::write_file(dir / "t.yaml", "derived:\n  floor: 1\n  rules:\n" + rules + kAbsolute);
     return check_coverage(load_tolerances(dir / "t.yaml"), names);
   };
-  EXPECT_TRUE(coverage("  - {pattern: \"*\", atol: 1, rtol: 1}\n").empty());
+  EXPECT_TRUE(coverage("    - {pattern: \"*\", k: 4}\n").empty());
   try {
-    coverage("  - {pattern: \"layer.0.attention.prob\", atol: 1, rtol: 1}\n  - {pattern: \"*\", atol: 1, rtol: 1}\n");
+    coverage("    - {pattern: \"layer.0.attention.prob\", k: 4}\n    - {pattern: \"*\", k: 4}\n");
     FAIL() << "a typo in a tensor name must not pass";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.problem(), "line 2: agreement rule \"layer.0.attention.prob\" names no tensor of the trace");
+    EXPECT_EQ(e.problem(), "line 4: derived rule \"layer.0.attention.prob\" names no tensor of the trace");
   }
-  const auto warnings = coverage("  - {pattern: \"*\", atol: 1, rtol: 1}\n  - {pattern: \"layer.*.probs\", atol: 1, rtol: 1}\n"
-                                 "  - {pattern: \"layer.*.nothing\", atol: 1, rtol: 1}\n");
+  const auto warnings = coverage("    - {pattern: \"*\", k: 4}\n    - {pattern: \"layer.*.probs\", k: 4}\n"
+                                 "    - {pattern: \"layer.*.nothing\", k: 4}\n");
   ASSERT_EQ(warnings.size(), 2u);
-  EXPECT_NE(warnings[0].find("line 3: agreement rule \"layer.*.probs\" applies to no tensor (earlier rules take every "
+  EXPECT_NE(warnings[0].find("line 5: derived rule \"layer.*.probs\" applies to no tensor (earlier rules take every "
                              "tensor it matches)"), std::string::npos) << warnings[0];
-  EXPECT_NE(warnings[1].find("line 4: agreement rule \"layer.*.nothing\" applies to no tensor (it matches none)"),
+  EXPECT_NE(warnings[1].find("line 6: derived rule \"layer.*.nothing\" applies to no tensor (it matches none)"),
             std::string::npos) << warnings[1];
 }

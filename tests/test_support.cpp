@@ -16,8 +16,8 @@ std::filesystem::path temp_dir(const std::string& name) {
   return dir;
 }
 
-CommandResult run_cli(const std::string& args) {
-  const std::string command = std::string(LENSCHECK_CLI) + " " + args + " 2>&1";
+CommandResult run_cli(const std::string& args, const std::string& prefix) {
+  const std::string command = prefix + LENSCHECK_CLI + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
   std::string output;

@@ -21,7 +21,8 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 // Runs the lenscheck CLI with `args` (shell-quoted by the caller).
-CommandResult run_cli(const std::string& args);
+// `prefix` runs the CLI under another command, e.g. "prlimit --as=N ".
+CommandResult run_cli(const std::string& args, const std::string& prefix = "");
 
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

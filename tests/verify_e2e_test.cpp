@@ -18,20 +18,25 @@ std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "
 
 }  // namespace
 
-TEST(VerifyEndToEnd, RuntimeAgreesWithOracleOnEveryTensorOfEverySentence) {
+TEST(VerifyEndToEnd, TheRuntimePassesTheDerivedGateOnEveryTensorOfEverySentence) {
   const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
-  const VerifyResult r = verify_sentences(bert_mini(), load_sentences(sentences_file), sentences_file, tol,
-                                          {.truth = true});
+  const VerifyResult r = verify_sentences(bert_mini(), load_sentences(sentences_file), sentences_file, tol, {});
   EXPECT_TRUE(r.pass());
+  EXPECT_EQ(r.gate.reference, "oracle fp64");
   ASSERT_EQ(r.sentences.size(), 14u);
   const size_t per_sentence = trace_schema(bert_mini().config, 1).size();
   for (const SentenceVerdict& v : r.sentences) {
-    EXPECT_EQ(v.agreement.tensors.size(), per_sentence) << v.sentence.id;
-    for (const TensorComparison& t : v.agreement.tensors) EXPECT_GT(t.elements, 0u) << t.name;
+    EXPECT_EQ(v.gate.tensors.size(), per_sentence) << v.sentence.id;
+    for (const TensorComparison& t : v.gate.tensors) {
+      EXPECT_GT(t.elements, 0u) << t.name;
+      ASSERT_TRUE(t.derived) << t.name;
+      EXPECT_GT(t.derived->benchmark_error, 0) << t.name;  // libtorch's fp32 is not the truth
+    }
   }
-  // The goals of the foundation issue, measured: probabilities within 2e-6, ||v|| within 1e-6 relative.
-  for (const TensorSummary& f : r.agreement.families) {
+  // The goals of the foundation issue, measured against the truth: probabilities within 2e-6, ||v||
+  // within 1e-6 relative.
+  for (const TensorSummary& f : r.gate.families) {
     if (f.name == "layer.*.attention.probs") {
       EXPECT_LE(f.max_abs, 2e-6);
     }
@@ -39,9 +44,27 @@ TEST(VerifyEndToEnd, RuntimeAgreesWithOracleOnEveryTensorOfEverySentence) {
       EXPECT_LE(f.max_rel, 1e-6);
     }
   }
-  ASSERT_TRUE(r.runtime_truth && r.oracle_truth);
-  EXPECT_TRUE(r.runtime_truth->pass());
-  EXPECT_TRUE(r.oracle_truth->pass());
+}
+
+TEST(VerifyEndToEnd, TheAbsoluteRuleIsThereWhenAskedFor) {
+  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  const VerifyResult r = verify_sentences(bert_mini(), load_sentences(sentences_file), sentences_file, tol,
+                                          {.rule = Rule::absolute});
+  EXPECT_TRUE(r.pass());
+  EXPECT_EQ(r.gate.reference, "oracle fp32");
+  for (const TensorComparison& t : r.sentences.front().gate.tensors) EXPECT_FALSE(t.derived) << t.name;
+}
+
+TEST(VerifyEndToEnd, ACheckpointWithTrainedStatisticsPassesTheDerivedGateAndFailsTheAbsoluteOne) {
+  // The false alarm the derived rule exists for: libtorch's own fp32 misses fp64 on trained-like
+  // weights by more than the absolute tolerances allow, and so does a correct runtime.
+  const Checkpoint ck = load_checkpoint(test::fixture("trained-mini"));
+  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  const auto sentences = load_sentences(sentences_file);
+  const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  EXPECT_TRUE(verify_sentences(ck, sentences, sentences_file, tol, {}).pass());
+  EXPECT_FALSE(verify_sentences(ck, sentences, sentences_file, tol, {.rule = Rule::absolute}).pass());
 }
 
 TEST(VerifyEndToEnd, ResultsDoNotDependOnTheThreadCount) {
@@ -53,13 +76,14 @@ TEST(VerifyEndToEnd, ResultsDoNotDependOnTheThreadCount) {
   ASSERT_EQ(one.sentences.size(), two.sentences.size());
   for (size_t s = 0; s < one.sentences.size(); ++s) {
     EXPECT_EQ(one.sentences[s].sentence.id, two.sentences[s].sentence.id);
-    const auto& a = one.sentences[s].agreement.tensors;
-    const auto& b = two.sentences[s].agreement.tensors;
+    const auto& a = one.sentences[s].gate.tensors;
+    const auto& b = two.sentences[s].gate.tensors;
     ASSERT_EQ(a.size(), b.size());
     for (size_t t = 0; t < a.size(); ++t) {
       EXPECT_EQ(a[t].max_abs, b[t].max_abs) << a[t].name;  // exact: the same bits were compared
       EXPECT_EQ(a[t].max_ulp, b[t].max_ulp) << a[t].name;
       EXPECT_EQ(a[t].worst, b[t].worst) << a[t].name;
+      EXPECT_EQ(a[t].derived->ratio, b[t].derived->ratio) << a[t].name;
     }
   }
 }
@@ -73,17 +97,18 @@ TEST(VerifyEndToEnd, APerturbedTraceFailsAndNamesTheTensor) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string tol = quoted(test::source_dir() / "fixtures/tolerances.yaml");
 
-  // The oracle's own trace, read back from disk, is within tolerance of the runtime.
+  // The fp32 oracle's own trace, read back from disk, is judged against the fp64 oracle like the runtime:
+  // it is libtorch's error exactly, ratio 1.
   r = test::run_cli("verify --model " + quoted(test::bert_mini()) + " --tolerances " + tol +
                     " --reference " + quoted(trace_file));
   EXPECT_EQ(r.exit_code, 0) << r.output;
 
-  // One attention probability moved by 1e-5: the gate fails there, not earlier, and says where.
+  // One attention probability moved by 1e-4: the gate fails there, not earlier, and says where.
   Trace t = load_trace(trace_file, bert_mini().vocab);
   Tensor* probs = t.find("layer.2.attention.probs");
   ASSERT_NE(probs, nullptr);
   const size_t T = t.tokens.size();
-  probs->values[(1 * T + 2) * T + 7] += 1e-5;  // head 1, "nurse" → "scissors"
+  probs->values[(1 * T + 2) * T + 7] += 1e-4;  // head 1, "nurse" → "scissors"
   const auto perturbed = dir / "perturbed.safetensors";
   save_trace(perturbed, t);
   const auto junit = dir / "verify.xml";
