@@ -121,10 +121,13 @@ TEST(Verdict, AbandonWhenACriterionHolds) {
   EXPECT_DOUBLE_EQ(r.criteria[0].value, 0.6);
   EXPECT_DOUBLE_EQ(r.criteria[1].value, 1);
   const LensStats& v = r.stats[1];
-  EXPECT_DOUBLE_EQ(v.median, 0.45);
+  EXPECT_NEAR(v.median, 0.45, Histogram::kShareWidth / 2);
   EXPECT_EQ(v.above_50, 1u);
   EXPECT_EQ(v.worse, 1u);  // 0.4 → 0.45
-  EXPECT_NEAR(v.largest_relative_worsening, 0.125, 1e-12);
+  EXPECT_NEAR(v.relative_worsening.value, 0.125, 1e-12);
+  EXPECT_NEAR(v.points_worsening.value, 0.05, 1e-12);
+  EXPECT_EQ(v.points_worsening.baseline, 0.4);
+  EXPECT_EQ(v.points_worsening.where, "s: c");
   EXPECT_EQ(v.kept_head, 2u);  // the first row changed head
 }
 
@@ -273,7 +276,7 @@ TEST(AuditRun, ACorpusStreamsInBatchesCountsEveryRowAndShowsTheFirstSentences) {
   const AuditResult two = run_audit(plan, planted(), 2);
   for (size_t li = 0; li < one.stats.size(); ++li) {
     EXPECT_EQ(one.stats[li].median, two.stats[li].median);
-    EXPECT_EQ(one.stats[li].worst_where, two.stats[li].worst_where);
+    EXPECT_EQ(one.stats[li].worst.where, two.stats[li].worst.where);
     EXPECT_EQ(one.stats[li].above_50, two.stats[li].above_50);
     EXPECT_EQ(one.stats[li].worse, two.stats[li].worse);
   }
