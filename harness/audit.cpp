@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 
 #include "model/error.h"
@@ -376,79 +377,83 @@ namespace {
 
 std::string named(const AuditPartial& p) { return p.file.empty() ? "(partial in memory)" : p.file.string(); }
 
-// Every partial of the same plan, model, corpus and build, and every shard once.
-void check_partials(const StudyPlan& plan, const std::vector<AuditPartial>& partials) {
-  if (partials.empty()) throw InputError(plan.file, "no partials to merge");
-  const std::string plan_sha256 = sha256_file(plan.file);
-  const AuditPartial& first = partials.front();
-  if (plan.recorded && sha256_file(*plan.recorded) != first.recorded_sha256)
-    throw InputError(*plan.recorded, fmt::format("has changed since {} was written (SHA-256 {} then)", named(first),
-                                                 first.recorded_sha256));
-  std::vector<const AuditPartial*> by_index(first.shard.count);
-  for (const AuditPartial& p : partials) {
-    if (p.plan_sha256 != plan_sha256)
-      throw InputError(p.file, fmt::format("written for a plan with SHA-256 {}, not {} (SHA-256 {})", p.plan_sha256,
-                                           plan.file.string(), plan_sha256));
-    auto same = [&](const char* what, const std::string& mine, const std::string& theirs) {
-      if (mine != theirs)
-        throw InputError(p.file, fmt::format("{} {} differs from {} in {}", what, mine, theirs, named(first)));
-    };
-    same("model SHA-256", p.model_sha256, first.model_sha256);
-    same("corpus SHA-256", p.sentences_sha256, first.sentences_sha256);
-    same("recorded numbers' SHA-256", p.recorded_sha256, first.recorded_sha256);
-    same("build SHA-256", p.build_sha256, first.build_sha256);
-    same("build", p.version, first.version);
-    if (p.shard.count != first.shard.count)
-      throw InputError(p.file, fmt::format("is shard {}, but {} is of {} shards", p.shard.label(), named(first),
-                                           first.shard.count));
-    if (p.corpus_sentences != first.corpus_sentences)
-      throw InputError(p.file, fmt::format("counted {} sentences in the corpus, {} counted {}", p.corpus_sentences,
-                                           named(first), first.corpus_sentences));
-    if (const AuditPartial* earlier = by_index[p.shard.index])
-      throw InputError(p.file, fmt::format("shard {} again: {} holds it already", p.shard.label(), named(*earlier)));
-    by_index[p.shard.index] = &p;
-  }
-  for (size_t k = 0; k < by_index.size(); ++k)
-    if (!by_index[k]) {
-      std::vector<std::string> given;
-      for (const AuditPartial& p : partials) given.push_back(p.shard.label());
-      throw InputError(first.file.empty() ? plan.file : first.file.parent_path(),
-                       fmt::format("shard {}/{} is missing: no partial for it among the {} given ({})", k,
-                                   first.shard.count, partials.size(), fmt::join(given, ", ")));
-    }
-}
-
 }  // namespace
 
-AuditResult merge_audit(const StudyPlan& plan, const std::vector<AuditPartial>& partials) {
-  check_partials(plan, partials);
-  const AuditPartial& first = partials.front();
-  AuditResult r;
-  r.plan = plan;
-  r.version = first.version;
-  r.plan_sha256 = first.plan_sha256;
-  r.model_sha256 = first.model_sha256;
-  r.sentences_sha256 = first.sentences_sha256;
-  r.recorded_sha256 = first.recorded_sha256;
-  r.model_dir = first.model_dir;
-  r.model_generator = first.model_generator;
-  AuditTally tally(plan);
-  std::vector<AuditRow> named_rows;
-  for (const AuditPartial& p : partials) {
-    tally.merge(p.tally);
-    r.sentences += p.sentences;
-    r.rows.insert(r.rows.end(), p.shown_rows.begin(), p.shown_rows.end());
-    r.ratios.insert(r.ratios.end(), p.shown_ratios.begin(), p.shown_ratios.end());
-    named_rows.insert(named_rows.end(), p.named_rows.begin(), p.named_rows.end());
+AuditMerge::AuditMerge(const StudyPlan& plan)
+    : plan_(plan), plan_sha256_(sha256_file(plan.file)), first_(plan), tally_(plan) {
+  result_.plan = plan;
+}
+
+void AuditMerge::add(AuditPartial p) {
+  if (p.plan_sha256 != plan_sha256_)
+    throw InputError(p.file, fmt::format("written for a plan with SHA-256 {}, not {} (SHA-256 {})", p.plan_sha256,
+                                         plan_.file.string(), plan_sha256_));
+  if (seen_.empty()) {
+    if (plan_.recorded && sha256_file(*plan_.recorded) != p.recorded_sha256)
+      throw InputError(*plan_.recorded, fmt::format("has changed since {} was written (SHA-256 {} then)", named(p),
+                                                    p.recorded_sha256));
+    first_ = p;  // for the checks of those that follow; its rows and tally are merged below
+    first_.tally = AuditTally(plan_);
+    first_.shown_rows.clear();
+    first_.shown_ratios.clear();
+    first_.named_rows.clear();
   }
+  auto same = [&](const char* what, const std::string& mine, const std::string& theirs) {
+    if (mine != theirs) throw InputError(p.file, fmt::format("{} {} differs from {} in {}", what, mine, theirs, named(first_)));
+  };
+  same("model SHA-256", p.model_sha256, first_.model_sha256);
+  same("corpus SHA-256", p.sentences_sha256, first_.sentences_sha256);
+  same("recorded numbers' SHA-256", p.recorded_sha256, first_.recorded_sha256);
+  same("build SHA-256", p.build_sha256, first_.build_sha256);
+  same("build", p.version, first_.version);
+  if (p.shard.count != first_.shard.count)
+    throw InputError(p.file, fmt::format("is shard {}, but {} is of {} shards", p.shard.label(), named(first_),
+                                         first_.shard.count));
+  if (p.corpus_sentences != first_.corpus_sentences)
+    throw InputError(p.file, fmt::format("counted {} sentences in the corpus, {} counted {}", p.corpus_sentences,
+                                         named(first_), first_.corpus_sentences));
+  if (const auto [at, fresh] = seen_.emplace(p.shard.index, named(p)); !fresh)
+    throw InputError(p.file, fmt::format("shard {} again: {} holds it already", p.shard.label(), at->second));
+
+  tally_.merge(p.tally);
+  result_.sentences += p.sentences;
+  std::move(p.shown_rows.begin(), p.shown_rows.end(), std::back_inserter(result_.rows));
+  std::move(p.shown_ratios.begin(), p.shown_ratios.end(), std::back_inserter(result_.ratios));
+  std::move(p.named_rows.begin(), p.named_rows.end(), std::back_inserter(named_rows_));
+}
+
+AuditResult AuditMerge::finish() {
+  if (seen_.empty()) throw InputError(plan_.file, "no partials to merge");
+  for (size_t k = 0; k < first_.shard.count; ++k)
+    if (!seen_.count(k)) {
+      std::vector<std::string> given;
+      for (const auto& [index, file] : seen_) given.push_back(std::to_string(index));
+      throw InputError(first_.file.empty() ? plan_.file : first_.file.parent_path(),
+                       fmt::format("shard {}/{} is missing: no partial for it among the {} given (shards {})", k,
+                                   first_.shard.count, seen_.size(), fmt::join(given, ", ")));
+    }
+  AuditResult r = std::move(result_);
+  r.version = first_.version;
+  r.plan_sha256 = first_.plan_sha256;
+  r.model_sha256 = first_.model_sha256;
+  r.sentences_sha256 = first_.sentences_sha256;
+  r.recorded_sha256 = first_.recorded_sha256;
+  r.model_dir = first_.model_dir;
+  r.model_generator = first_.model_generator;
   // Back into corpus order; within a sentence the rows (and the heads' ratios) keep theirs.
   auto by_sentence = [](const auto& a, const auto& b) { return a.ordinal < b.ordinal; };
   std::stable_sort(r.rows.begin(), r.rows.end(), by_sentence);
   std::stable_sort(r.ratios.begin(), r.ratios.end(), by_sentence);
-  std::stable_sort(named_rows.begin(), named_rows.end(), by_sentence);
-  tally.finish(r);
-  if (plan.recorded) r.recorded = check_recorded(r, named_rows, load_recorded_numbers(*plan.recorded));
+  std::stable_sort(named_rows_.begin(), named_rows_.end(), by_sentence);
+  tally_.finish(r);
+  if (plan_.recorded) r.recorded = check_recorded(r, named_rows_, load_recorded_numbers(*plan_.recorded));
   return r;
+}
+
+AuditResult merge_audit(const StudyPlan& plan, std::vector<AuditPartial> partials) {
+  AuditMerge merge(plan);
+  for (AuditPartial& p : partials) merge.add(std::move(p));
+  return merge.finish();
 }
 
 AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned threads, RowFault row_fault,

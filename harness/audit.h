@@ -195,10 +195,28 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& checkpoint, Au
                          unsigned threads = 1, RowFault row_fault = RowFault::none,
                          const AuditProgress& progress = {});
 
-// The partials of every shard, one each, into the result a single run gives. Throws InputError
-// naming the partial (and the problem) when one belongs to another plan, model, corpus or build,
-// when a shard is missing or repeated.
-AuditResult merge_audit(const StudyPlan& plan, const std::vector<AuditPartial>& partials);
+// Merges the partials of every shard, one at a time, into the result a single run gives: it holds
+// the merged tally and the shown rows, never a partial once added, so memory does not grow with the
+// number of shards. add() throws InputError naming the partial when it belongs to another plan,
+// model, corpus, set of recorded numbers or build, or repeats a shard; finish() when one is missing.
+class AuditMerge {
+ public:
+  explicit AuditMerge(const StudyPlan& plan);
+  void add(AuditPartial partial);
+  AuditResult finish();
+
+ private:
+  StudyPlan plan_;
+  std::string plan_sha256_;
+  AuditPartial first_;                       // the first partial's hashes, to check the others against
+  std::map<size_t, std::string> seen_;       // shard index → the partial that held it
+  AuditTally tally_;
+  AuditResult result_;                       // sentences, shown rows and ratios so far
+  std::vector<AuditRow> named_rows_;
+};
+
+// An AuditMerge of `partials`, in the order given.
+AuditResult merge_audit(const StudyPlan& plan, std::vector<AuditPartial> partials);
 
 // The whole plan as one shard: merge_audit of audit_shard 0/1.
 AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint, unsigned threads = 1,

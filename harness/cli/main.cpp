@@ -197,9 +197,9 @@ int main(int argc, char** argv) {
     }
     if (*merge) {
       const lc::StudyPlan plan = lc::load_study_plan(plan_file);
-      std::vector<lc::AuditPartial> read;
-      for (const std::string& p : partials) read.push_back(lc::read_partial(plan, p));
-      return report_audit(lc::merge_audit(plan, read), audit_out.empty() ? "reports/" + plan.study : audit_out);
+      lc::AuditMerge merged(plan);
+      for (const std::string& p : partials) merged.add(lc::read_partial(plan, p));
+      return report_audit(merged.finish(), audit_out.empty() ? "reports/" + plan.study : audit_out);
     }
     if (*mutate) {
       if (list) {
