@@ -46,10 +46,12 @@ void RowMax::merge(const RowMax& o) {
   if (where.empty() || o.value > value || (o.value == value && o.at < at)) *this = o;
 }
 
+// Clamped before the conversion, which an infinite ratio (a head whose content norms are all 0)
+// would otherwise make undefined.
 int64_t Histogram::bucket(double x) const {
-  if (scale_ == Scale::share) return std::clamp(int64_t(std::floor(x / kShareWidth)), int64_t(0), kShareBuckets - 1);
+  if (scale_ == Scale::share) return int64_t(std::clamp(std::floor(x / kShareWidth), 0.0, double(kShareBuckets - 1)));
   if (!(x > 0)) return kZeroRatioBucket;
-  return std::clamp(int64_t(std::floor(std::log(x) / kLogGamma)), kLowestRatioBucket, kHighestRatioBucket);
+  return int64_t(std::clamp(std::floor(std::log(x) / kLogGamma), double(kLowestRatioBucket), double(kHighestRatioBucket)));
 }
 
 double Histogram::value_of(int64_t b) const {

@@ -153,6 +153,9 @@ TEST(Histogram, RatioMedianIsWithinTheRelativeErrorOfTheExactMedian) {
   Histogram zero(Histogram::Scale::ratio);
   zero.add(0);
   EXPECT_EQ(zero.median(), 0);
+  Histogram infinite(Histogram::Scale::ratio);  // the end bucket, at 1e9
+  infinite.add(INFINITY);
+  EXPECT_NEAR(infinite.median(), 1e9, 1e9 * 2 * Histogram::kRatioError);
 }
 
 TEST(Histogram, MergedPartsEqualTheWholeAndTheSizeIsBounded) {
