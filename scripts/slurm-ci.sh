@@ -121,6 +121,7 @@ echo "slurm: $shards shards as a job array and the merge after them give the sin
 # merge is cancelled rather than run on the others.
 awk 'NR == 2 { for (i = 0; i < 600; ++i) printf "word "; print ""; next } { print }' "$work/corpus.txt" > "$work/broken.txt"
 sed "s|^sentences: .*|sentences: $work/broken.txt|" "$work/plan.yaml" > "$work/broken.yaml"
+echo "slurm: now with a shard that fails (the error below is expected)"
 broken=0
 LENSCHECK=$lenscheck scripts/slurm-audit.sh --wait "$work/broken.yaml" "$shards" "$work/broken" || broken=$?
 [ "$broken" -ne 0 ] || { echo "error: the merge ran although shard 1 failed" >&2; exit 1; }
