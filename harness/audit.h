@@ -2,9 +2,9 @@
 // `lenscheck audit`: the pre-registered study of whether norm-weighted attention removes the
 // [CLS]/[SEP] sink from the rows the instrument shows, with a verdict the plan fixed beforehand.
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,7 +81,6 @@ class Histogram {
   void merge(const Histogram& other);
   uint64_t count() const;
   double median() const;  // 0 when empty
-  Scale scale() const { return scale_; }
   const std::map<int64_t, uint64_t>& buckets() const { return buckets_; }
   void set(int64_t bucket, uint64_t count);  // reading a partial back; throws std::out_of_range
 
