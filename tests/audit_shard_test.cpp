@@ -325,7 +325,7 @@ TEST(AuditMerge, CliFaultsLeaveNoPartialAndARerunReplacesIt) {
 // A shard killed mid-run (SIGKILL: no handler runs) leaves no partial behind.
 TEST(AuditMerge, AKilledShardLeavesNoPartial) {
   const fs::path dir = test::temp_dir("killed");
-  write_corpus(dir / "corpus.txt", 20000, 5);
+  write_corpus(dir / "corpus.txt", 10000, 5);
   const std::string plan = corpus_plan(dir, dir / "corpus.txt").string();
   // Killed once its progress shows it is under way (the first 5 % of the corpus read).
   test::write_file(dir / "kill.sh", fmt::format(R"(
