@@ -228,7 +228,7 @@ TEST(AuditMerge, EqualsTheSingleRunOnTheRegisteredPlanWithItsRecordedNumbers) {
   expect_merge_equals_single(load_study_plan(kPlan), test::temp_dir("registered"));
 }
 
-TEST(AuditMerge, RefusesPartialsOfAnotherCorpusOrPlanAndMissingOrRepeatedShards) {
+TEST(AuditMerge, RefusesPartialsOfAnotherPlanModelCorpusOrBuildAndMissingOrRepeatedShards) {
   const fs::path dir = test::temp_dir("refuse");
   write_corpus(dir / "corpus.txt", 40, 5);
   const StudyPlan plan = load_study_plan(corpus_plan(dir, dir / "corpus.txt"));
@@ -250,6 +250,13 @@ TEST(AuditMerge, RefusesPartialsOfAnotherCorpusOrPlanAndMissingOrRepeatedShards)
   StudyPlan other = plan;
   other.sentences = dir / "other.txt";
   EXPECT_NE(refusal({zero, audit_shard(other, planted(), {1, 3}), two}).find("corpus SHA-256"), std::string::npos);
+
+  const Checkpoint bert_mini = load_checkpoint(test::bert_mini());
+  EXPECT_NE(refusal({zero, audit_shard(plan, bert_mini, {1, 3}), two}).find("model SHA-256"), std::string::npos);
+
+  AuditPartial other_build = one;
+  other_build.build_sha256 = std::string(64, '0');
+  EXPECT_NE(refusal({zero, other_build, two}).find("build SHA-256"), std::string::npos);
 
   AuditPartial of_two = audit_shard(plan, planted(), {1, 2});
   EXPECT_NE(refusal({zero, of_two, two}).find("is shard 1/2, but"), std::string::npos);
