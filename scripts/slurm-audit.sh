@@ -45,7 +45,7 @@ merge=$(sbatch --parsable "${wait[@]}" --job-name=lenscheck-audit-merge --depend
   --kill-on-invalid-dep=yes --output="$out/logs/merge.out" "$@" \
   --wrap="exec '$lenscheck' audit-merge --plan '$plan' --out '$out/report'$partials") || true
 merge=${merge%%;*}
-echo "merge: job $merge (after every shard succeeded), report in $out/report"
+echo "merge: job $merge (runs once every shard has succeeded), report in $out/report"
 [ ${#wait[@]} -gt 0 ] || exit 0
 # sbatch --wait exits 0 for a job cancelled before it ran: the controller says what happened.
 job=$(scontrol show job "$merge")
