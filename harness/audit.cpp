@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 
 #include "model/error.h"
@@ -17,28 +18,88 @@ namespace lenscheck {
 
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-RatioSummary summarise_ratios(const std::vector<double>& r) {
-  RatioSummary s;
-  s.median = median(r);
-  s.count = r.size();
-  s.below_one = static_cast<size_t>(std::count_if(r.begin(), r.end(), [](double x) { return x < 1.0; }));
-  return s;
-}
-
 size_t lens_index(const StudyPlan& plan, Lens lens) {
   return static_cast<size_t>(std::find(plan.lenses.begin(), plan.lenses.end(), lens) - plan.lenses.begin());
 }
 
-std::string where(const AuditRow& row) { return fmt::format("{}: {}", row.sentence, row.word_text()); }
+RatioSummary summarise(const RatioTally& t) { return {t.values.median(), t.below_one, t.values.count()}; }
+
+const double kLogGamma = std::log((1 + Histogram::kRatioError) / (1 - Histogram::kRatioError));
+const int64_t kLowestRatioBucket = int64_t(std::floor(std::log(1e-9) / kLogGamma));
+const int64_t kHighestRatioBucket = int64_t(std::floor(std::log(1e9) / kLogGamma));
+const int64_t kZeroRatioBucket = kLowestRatioBucket - 1;
+const int64_t kShareBuckets = int64_t(std::lround(1 / Histogram::kShareWidth));
 
 }  // namespace
+
+void RowMax::offer(double v, const AuditRow& row, double baseline_share, double lens_share) {
+  if (!where.empty() && !(v > value)) return;
+  value = v;
+  where = fmt::format("{}: {}", row.sentence, row.word_text());
+  at = {row.ordinal, row.word};
+  baseline = baseline_share;
+  share = lens_share;
+}
+
+void RowMax::merge(const RowMax& o) {
+  if (o.where.empty()) return;
+  if (where.empty() || o.value > value || (o.value == value && o.at < at)) *this = o;
+}
+
+// Clamped before the conversion, which an infinite ratio (a head whose content norms are all 0)
+// would otherwise make undefined.
+int64_t Histogram::bucket(double x) const {
+  if (scale_ == Scale::share) return int64_t(std::clamp(std::floor(x / kShareWidth), 0.0, double(kShareBuckets - 1)));
+  if (!(x > 0)) return kZeroRatioBucket;
+  return int64_t(std::clamp(std::floor(std::log(x) / kLogGamma), double(kLowestRatioBucket), double(kHighestRatioBucket)));
+}
+
+double Histogram::value_of(int64_t b) const {
+  if (scale_ == Scale::share) return (double(b) + 0.5) * kShareWidth;
+  if (b == kZeroRatioBucket) return 0;
+  const double gamma = std::exp(kLogGamma);
+  return 2 * std::exp(double(b + 1) * kLogGamma) / (gamma + 1);
+}
+
+void Histogram::merge(const Histogram& other) {
+  for (const auto& [b, n] : other.buckets_) buckets_[b] += n;
+}
+
+void Histogram::set(int64_t b, uint64_t n) {
+  const bool valid = scale_ == Scale::share ? b >= 0 && b < kShareBuckets
+                                            : b == kZeroRatioBucket || (b >= kLowestRatioBucket && b <= kHighestRatioBucket);
+  if (!valid || n == 0) throw std::out_of_range(fmt::format("bucket {} (count {}) cannot occur", b, n));
+  buckets_[b] = n;
+}
+
+uint64_t Histogram::count() const {
+  uint64_t n = 0;
+  for (const auto& [b, c] : buckets_) n += c;
+  return n;
+}
+
+double Histogram::median() const {
+  const uint64_t n = count();
+  if (n == 0) return 0;
+  // The values at ranks (n − 1) / 2 and n / 2, averaged: the same rank rule as an exact median.
+  auto at_rank = [&](uint64_t rank) {
+    uint64_t seen = 0;
+    for (const auto& [b, c] : buckets_)
+      if ((seen += c) > rank) return value_of(b);
+    return value_of(buckets_.rbegin()->first);
+  };
+  return 0.5 * (at_rank((n - 1) / 2) + at_rank(n / 2));
+}
+
+void RatioTally::add(double x) {
+  values.add(x);
+  below_one += x < 1.0;
+}
+
+void RatioTally::merge(const RatioTally& o) {
+  values.merge(o.values);
+  below_one += o.below_one;
+}
 
 bool AuditResult::abandon() const {
   return std::any_of(criteria.begin(), criteria.end(), [](const CriterionResult& c) { return c.triggered; });
@@ -48,19 +109,22 @@ bool AuditResult::recorded_hold() const {
   return std::all_of(recorded.begin(), recorded.end(), [](const RecordedCheck& c) { return c.problem.empty(); });
 }
 
-AuditTally::AuditTally(const StudyPlan& plan) : plan_(plan), shares_(plan.lenses.size()) {
+AuditTally::AuditTally(const StudyPlan& plan) : shares(plan.lenses.size(), Histogram(Histogram::Scale::share)) {
   for (Lens lens : plan.lenses) {
     LensStats s;
     s.lens = lens;
-    stats_.push_back(s);
+    stats.push_back(s);
   }
+  for (const AbandonCriterion& c : plan.abandon_if)
+    thresholds.push_back(c.threshold ? std::optional(ThresholdCount{lens_index(plan, c.lens), *c.threshold})
+                                     : std::nullopt);
 }
 
 void AuditTally::add(const AuditRow& row) {
   const WordRow& base = row.by_lens[0];
   const auto base_share = base.sink_share();
-  for (size_t li = 0; li < stats_.size(); ++li) {
-    LensStats& s = stats_[li];
+  for (size_t li = 0; li < stats.size(); ++li) {
+    LensStats& s = stats[li];
     ++s.rows;
     const WordRow& w = row.by_lens[li];
     if (w.head == base.head) ++s.kept_head;
@@ -69,53 +133,70 @@ void AuditTally::add(const AuditRow& row) {
       ++s.undefined;
       continue;
     }
-    shares_[li].push_back(*share);
-    if (*share > s.worst || s.worst_where.empty()) {
-      s.worst = *share;
-      s.worst_where = where(row);
-    }
+    shares[li].add(*share);
+    for (auto& t : thresholds)
+      if (t && t->lens == li) t->rows += *share > t->threshold;
+    s.worst.offer(*share, row, base_share.value_or(NAN), *share);
     s.above_50 += *share > 0.5;
     s.above_90 += *share > 0.9;
     if (li > 0 && base_share && *share > *base_share) {
       ++s.worse;
-      const double relative = *base_share > 0 ? (*share - *base_share) / *base_share : INFINITY;
-      if (relative > s.largest_relative_worsening) {
-        s.largest_relative_worsening = relative;
-        s.largest_worsening_where = where(row);
-      }
+      s.relative_worsening.offer(*base_share > 0 ? (*share - *base_share) / *base_share : INFINITY, row,
+                                 *base_share, *share);
+      s.points_worsening.offer(*share - *base_share, row, *base_share, *share);
     }
   }
 }
 
 void AuditTally::add(const NormRatio& n) {
-  cls_value_.push_back(n.cls_value);
-  sep_value_.push_back(n.sep_value);
-  cls_transformed_.push_back(n.cls_transformed);
-  sep_transformed_.push_back(n.sep_transformed);
+  cls_value.add(n.cls_value);
+  sep_value.add(n.sep_value);
+  cls_transformed.add(n.cls_transformed);
+  sep_transformed.add(n.sep_transformed);
+}
+
+void AuditTally::merge(const AuditTally& o) {
+  for (size_t li = 0; li < stats.size(); ++li) {
+    LensStats& s = stats[li];
+    const LensStats& t = o.stats.at(li);
+    s.rows += t.rows;
+    s.undefined += t.undefined;
+    s.worst.merge(t.worst);
+    s.above_50 += t.above_50;
+    s.above_90 += t.above_90;
+    s.worse += t.worse;
+    s.relative_worsening.merge(t.relative_worsening);
+    s.points_worsening.merge(t.points_worsening);
+    s.kept_head += t.kept_head;
+    shares[li].merge(o.shares.at(li));
+  }
+  for (size_t c = 0; c < thresholds.size(); ++c)
+    if (thresholds[c]) thresholds[c]->rows += o.thresholds.at(c).value().rows;
+  cls_value.merge(o.cls_value);
+  sep_value.merge(o.sep_value);
+  cls_transformed.merge(o.cls_transformed);
+  sep_transformed.merge(o.sep_transformed);
 }
 
 void AuditTally::finish(AuditResult& r) const {
-  r.stats = stats_;
-  for (size_t li = 0; li < stats_.size(); ++li) r.stats[li].median = median(shares_[li]);
-  r.total_rows = stats_.empty() ? 0 : stats_[0].rows;
-  r.cls_value = summarise_ratios(cls_value_);
-  r.sep_value = summarise_ratios(sep_value_);
-  r.cls_transformed = summarise_ratios(cls_transformed_);
-  r.sep_transformed = summarise_ratios(sep_transformed_);
+  r.stats = stats;
+  for (size_t li = 0; li < stats.size(); ++li) r.stats[li].median = shares[li].median();
+  r.total_rows = stats.empty() ? 0 : stats[0].rows;
+  r.cls_value = summarise(cls_value);
+  r.sep_value = summarise(sep_value);
+  r.cls_transformed = summarise(cls_transformed);
+  r.sep_transformed = summarise(sep_transformed);
   r.criteria.clear();
-  for (const AbandonCriterion& c : plan_.abandon_if) {
-    const size_t li = lens_index(plan_, c.lens);
-    const LensStats& s = r.stats.at(li);
+  for (size_t ci = 0; ci < r.plan.abandon_if.size(); ++ci) {
+    const AbandonCriterion& c = r.plan.abandon_if[ci];
+    const LensStats& s = r.stats.at(lens_index(r.plan, c.lens));
     double v = 0;
     switch (c.stat) {
       case Stat::median_sink_share: v = s.median; break;
-      case Stat::worst_row_sink_share: v = s.worst; break;
-      case Stat::rows_with_sink_above:
-        v = static_cast<double>(std::count_if(shares_[li].begin(), shares_[li].end(),
-                                              [&](double x) { return x > *c.threshold; }));
-        break;
+      case Stat::worst_row_sink_share: v = s.worst.value; break;
+      case Stat::rows_with_sink_above: v = static_cast<double>(thresholds.at(ci).value().rows); break;
       case Stat::rows_worse_than_baseline: v = static_cast<double>(s.worse); break;
-      case Stat::largest_relative_worsening: v = s.largest_relative_worsening; break;
+      case Stat::largest_relative_worsening: v = s.relative_worsening.value; break;
       case Stat::heads_kept_fraction:
         v = s.rows ? static_cast<double>(s.kept_head) / static_cast<double>(s.rows) : 0;
         break;
@@ -189,36 +270,60 @@ std::vector<RecordedCheck> check_recorded(const AuditResult& r, const std::vecto
 
 }  // namespace
 
-AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned threads, RowFault row_fault,
-                      const AuditProgress& progress) {
-  AuditResult r;
-  r.plan = plan;
-  r.version = build_version();
-  r.plan_sha256 = sha256_file(plan.file);
-  r.model_sha256 = ck.model_sha256;
-  r.sentences_sha256 = sha256_file(plan.sentences);
-  r.model_dir = ck.dir.string();
+AuditShard AuditShard::parse(const std::string& text) {
+  const size_t slash = text.find('/');
+  auto number = [&](const std::string& digits) {
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+      throw InputError("--shard", fmt::format("\"{}\" is not K/N with whole numbers 0 <= K < N", text));
+    return size_t(std::stoul(digits));
+  };
+  if (slash == std::string::npos) number("");
+  const AuditShard shard{number(text.substr(0, slash)), number(text.substr(slash + 1))};
+  if (shard.index >= shard.count) number("");
+  return shard;
+}
+
+AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard shard, unsigned threads,
+                         RowFault row_fault, const AuditProgress& progress) {
+  // The executable's own hash names the build: shards from two builds of the same commit may differ.
+  static const std::string build_sha256 = sha256_file("/proc/self/exe");
+  AuditPartial p(plan);
+  p.shard = shard;
+  p.version = build_version();
+  p.build_sha256 = build_sha256;
+  p.plan_sha256 = sha256_file(plan.file);
+  p.model_sha256 = ck.model_sha256;
+  p.sentences_sha256 = sha256_file(plan.sentences);
+  p.model_dir = ck.dir.string();
   const SafetensorsFile model_file = SafetensorsFile::open(ck.dir / "model.safetensors");
   if (auto it = model_file.metadata().find("generator"); it != model_file.metadata().end())
-    r.model_generator = it->second;
-  std::optional<RecordedNumbers> recorded;
+    p.model_generator = it->second;
   std::set<std::string> named;  // sentences the recorded numbers name
   if (plan.recorded) {
-    recorded = load_recorded_numbers(*plan.recorded);
-    r.recorded_sha256 = sha256_file(*plan.recorded);
-    for (const RecordedNumber& n : recorded->numbers) named.insert(n.sentence);
+    p.recorded_sha256 = sha256_file(*plan.recorded);
+    for (const RecordedNumber& n : load_recorded_numbers(*plan.recorded).numbers) named.insert(n.sentence);
   }
 
   SentenceStream stream(plan.sentences);
   const BertTokenizer tokenizer(ck.vocab);
   const runtime::Encoder encoder(ck.config, ck.weights);
   const int L = ck.config.num_hidden_layers, H = ck.config.num_attention_heads;
-  AuditTally tally(r.plan);
-  std::vector<AuditRow> named_rows;
-  // A batch of sentences at a time, each into its own slot, folded in sentence order: the result
-  // does not depend on the thread count, and no more than a batch of rows is ever held.
+  // A batch of this shard's sentences at a time, each into its own slot, folded in sentence order:
+  // the result does not depend on the thread count, and no more than a batch of rows is ever held.
   const size_t batch = 32 * std::max(1u, threads);
-  for (std::vector<Sentence> sentences; !(sentences = stream.next(batch)).empty();) {
+  size_t reported = 0;
+  for (;;) {
+    std::vector<Sentence> sentences;
+    std::vector<size_t> ordinals;
+    for (std::vector<Sentence> read; sentences.size() < batch && !(read = stream.next(batch)).empty();)
+      for (Sentence& s : read) {
+        if (shard.owns(p.corpus_sentences)) {
+          ordinals.push_back(p.corpus_sentences);
+          sentences.push_back(std::move(s));
+        }
+        ++p.corpus_sentences;
+      }
+    if (sentences.empty()) break;
     std::vector<std::vector<AuditRow>> rows(sentences.size());
     std::vector<std::vector<NormRatio>> ratios(sentences.size());
     parallel_for(sentences.size(), threads, [&](size_t i) {
@@ -227,7 +332,7 @@ AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned thre
       const Trace trace = encoder.forward(enc, Record::instrument);
       const WordLayout layout = WordLayout::of(trace);
       for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
-        AuditRow row{s.id, w, enc.words, {}};
+        AuditRow row{s.id, w, enc.words, {}, ordinals[i]};
         for (Lens lens : plan.lenses)
           row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H, row_fault));
         rows[i].push_back(std::move(row));
@@ -246,27 +351,116 @@ AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned thre
           }
           mv /= double(T - 2);
           mf /= double(T - 2);
-          ratios[i].push_back({s.id, {l, h}, v[0] / mv, v[T - 1] / mv, f[0] / mf, f[T - 1] / mf});
+          ratios[i].push_back({s.id, {l, h}, v[0] / mv, v[T - 1] / mv, f[0] / mf, f[T - 1] / mf, ordinals[i]});
         }
       }
     });
     for (size_t i = 0; i < sentences.size(); ++i) {
-      const bool shown = r.sentences++ < kShownSentences;
+      ++p.sentences;
+      const bool shown = ordinals[i] < kShownSentences;
       for (AuditRow& row : rows[i]) {
-        tally.add(row);
-        if (named.count(row.sentence)) named_rows.push_back(row);
-        if (shown) r.rows.push_back(std::move(row));
+        p.tally.add(row);
+        if (named.count(row.sentence)) p.named_rows.push_back(row);
+        if (shown) p.shown_rows.push_back(std::move(row));
       }
       for (const NormRatio& n : ratios[i]) {
-        tally.add(n);
-        if (shown) r.ratios.push_back(n);
+        p.tally.add(n);
+        if (shown) p.shown_ratios.push_back(n);
       }
     }
-    if (progress) progress(r.sentences, stream.total());
+    if (progress) progress(reported = p.corpus_sentences, stream.total());
   }
-  tally.finish(r);
-  if (recorded) r.recorded = check_recorded(r, named_rows, *recorded);
+  // The corpus may end in other shards' sentences.
+  if (progress && reported < p.corpus_sentences) progress(p.corpus_sentences, stream.total());
+  return p;
+}
+
+namespace {
+
+std::string named(const AuditPartial& p) { return p.file.empty() ? "(partial in memory)" : p.file.string(); }
+
+}  // namespace
+
+AuditMerge::AuditMerge(const StudyPlan& plan)
+    : plan_(plan), plan_sha256_(sha256_file(plan.file)), first_(plan), tally_(plan) {
+  result_.plan = plan;
+}
+
+void AuditMerge::add(AuditPartial p) {
+  if (p.plan_sha256 != plan_sha256_)
+    throw InputError(p.file, fmt::format("written for a plan with SHA-256 {}, not {} (SHA-256 {})", p.plan_sha256,
+                                         plan_.file.string(), plan_sha256_));
+  if (seen_.empty()) {
+    if (plan_.recorded && sha256_file(*plan_.recorded) != p.recorded_sha256)
+      throw InputError(*plan_.recorded, fmt::format("has changed since {} was written (SHA-256 {} then)", named(p),
+                                                    p.recorded_sha256));
+    first_ = p;  // for the checks of those that follow; its rows and tally are merged below
+    first_.tally = AuditTally(plan_);
+    first_.shown_rows.clear();
+    first_.shown_ratios.clear();
+    first_.named_rows.clear();
+  }
+  auto same = [&](const char* what, const std::string& mine, const std::string& theirs) {
+    if (mine != theirs) throw InputError(p.file, fmt::format("{} {} differs from {} in {}", what, mine, theirs, named(first_)));
+  };
+  same("model SHA-256", p.model_sha256, first_.model_sha256);
+  same("corpus SHA-256", p.sentences_sha256, first_.sentences_sha256);
+  same("recorded numbers' SHA-256", p.recorded_sha256, first_.recorded_sha256);
+  same("build SHA-256", p.build_sha256, first_.build_sha256);
+  same("build", p.version, first_.version);
+  if (p.shard.count != first_.shard.count)
+    throw InputError(p.file, fmt::format("is shard {}, but {} is of {} shards", p.shard.label(), named(first_),
+                                         first_.shard.count));
+  if (p.corpus_sentences != first_.corpus_sentences)
+    throw InputError(p.file, fmt::format("counted {} sentences in the corpus, {} counted {}", p.corpus_sentences,
+                                         named(first_), first_.corpus_sentences));
+  if (const auto [at, fresh] = seen_.emplace(p.shard.index, named(p)); !fresh)
+    throw InputError(p.file, fmt::format("shard {} again: {} holds it already", p.shard.label(), at->second));
+
+  tally_.merge(p.tally);
+  result_.sentences += p.sentences;
+  std::move(p.shown_rows.begin(), p.shown_rows.end(), std::back_inserter(result_.rows));
+  std::move(p.shown_ratios.begin(), p.shown_ratios.end(), std::back_inserter(result_.ratios));
+  std::move(p.named_rows.begin(), p.named_rows.end(), std::back_inserter(named_rows_));
+}
+
+AuditResult AuditMerge::finish() {
+  if (seen_.empty()) throw InputError(plan_.file, "no partials to merge");
+  for (size_t k = 0; k < first_.shard.count; ++k)
+    if (!seen_.count(k)) {
+      std::vector<std::string> given;
+      for (const auto& [index, file] : seen_) given.push_back(std::to_string(index));
+      throw InputError(first_.file.empty() ? plan_.file : first_.file.parent_path(),
+                       fmt::format("shard {}/{} is missing: no partial for it among the {} given (shards {})", k,
+                                   first_.shard.count, seen_.size(), fmt::join(given, ", ")));
+    }
+  AuditResult r = std::move(result_);
+  r.version = first_.version;
+  r.plan_sha256 = first_.plan_sha256;
+  r.model_sha256 = first_.model_sha256;
+  r.sentences_sha256 = first_.sentences_sha256;
+  r.recorded_sha256 = first_.recorded_sha256;
+  r.model_dir = first_.model_dir;
+  r.model_generator = first_.model_generator;
+  // Back into corpus order; within a sentence the rows (and the heads' ratios) keep theirs.
+  auto by_sentence = [](const auto& a, const auto& b) { return a.ordinal < b.ordinal; };
+  std::stable_sort(r.rows.begin(), r.rows.end(), by_sentence);
+  std::stable_sort(r.ratios.begin(), r.ratios.end(), by_sentence);
+  std::stable_sort(named_rows_.begin(), named_rows_.end(), by_sentence);
+  tally_.finish(r);
+  if (plan_.recorded) r.recorded = check_recorded(r, named_rows_, load_recorded_numbers(*plan_.recorded));
   return r;
+}
+
+AuditResult merge_audit(const StudyPlan& plan, std::vector<AuditPartial> partials) {
+  AuditMerge merge(plan);
+  for (AuditPartial& p : partials) merge.add(std::move(p));
+  return merge.finish();
+}
+
+AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned threads, RowFault row_fault,
+                      const AuditProgress& progress) {
+  return merge_audit(plan, {audit_shard(plan, ck, AuditShard{}, threads, row_fault, progress)});
 }
 
 }  // namespace lenscheck

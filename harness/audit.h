@@ -1,6 +1,8 @@
 #pragma once
 // `lenscheck audit`: the pre-registered study of whether norm-weighted attention removes the
 // [CLS]/[SEP] sink from the rows the instrument shows, with a verdict the plan fixed beforehand.
+#include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -19,18 +21,38 @@ struct AuditRow {
   int word = 0;
   std::vector<std::string> words;  // the sentence's words, for naming targets
   std::vector<WordRow> by_lens;    // in plan.lenses order
+  size_t ordinal = 0;              // the sentence's position in the corpus (0-based, blank lines not counted)
   const std::string& word_text() const { return words.at(size_t(word)); }
+};
+
+// A row's place in the corpus, for "the first row that has it" across shards.
+struct RowKey {
+  size_t sentence = 0;
+  int word = 0;
+  auto operator<=>(const RowKey&) const = default;
+};
+
+// The largest value a statistic takes over the rows, and the first row (in corpus order) with it:
+// what a single pass in corpus order finds, and what merging shards in any order finds too.
+struct RowMax {
+  double value = 0;
+  std::string where;               // "sentence-id: word"; empty while no row counted
+  RowKey at;
+  double baseline = 0, share = 0;  // the row's sink share under the baseline lens and under this one
+  void offer(double v, const AuditRow& row, double baseline_share, double lens_share);
+  void merge(const RowMax& other);
 };
 
 struct LensStats {
   Lens lens;
   size_t rows = 0, undefined = 0;  // undefined: rows that carry no weight at all
-  double median = 0, worst = 0;
-  std::string worst_where;         // "sentence-id: word"
+  double median = 0;               // within Histogram::kShareWidth / 2 of the exact median
+  RowMax worst;                    // of the sink share
   size_t above_50 = 0, above_90 = 0;
   size_t worse = 0;                // rows whose sink share rose against the baseline
-  double largest_relative_worsening = 0;
-  std::string largest_worsening_where;
+  // (share − baseline) / baseline, which explodes where the baseline is near zero; hence also the
+  // rise in share units (×100: percentage points), each with its row's baseline share.
+  RowMax relative_worsening, points_worsening;
   size_t kept_head = 0;            // rows that open the same head as under the baseline
 };
 
@@ -39,6 +61,42 @@ struct NormRatio {
   std::string sentence;
   HeadRef head;
   double cls_value, sep_value, cls_transformed, sep_transformed;
+  size_t ordinal = 0;  // the sentence's, as in AuditRow
+};
+
+// Counts of values in buckets, mergeable exactly (counts add), whose median is read back within a
+// stated bound. Sink shares live in [0, 1]: buckets of fixed width kShareWidth, so the median is
+// within kShareWidth / 2 (0.005 percentage points). Norm ratios have no fixed range: logarithmic
+// buckets [γ^i, γ^(i+1)) with γ = (1 + kRatioError) / (1 − kRatioError), read back as
+// 2γ^(i+1) / (γ + 1), which is within kRatioError (0.1 %) of every value in the bucket
+// (DDSketch; Masson et al., VLDB 2019). Ratios outside [1e-9, 1e9] fall into the end buckets;
+// zero (or less) has a bucket of its own, read back as 0. A histogram holds at most 10 000 share
+// buckets or 20 725 ratio buckets, whatever the number of values.
+class Histogram {
+ public:
+  enum class Scale { share, ratio };
+  static constexpr double kShareWidth = 1e-4, kRatioError = 1e-3;
+  explicit Histogram(Scale scale) : scale_(scale) {}
+  void add(double x) { ++buckets_[bucket(x)]; }
+  void merge(const Histogram& other);
+  uint64_t count() const;
+  double median() const;  // 0 when empty
+  const std::map<int64_t, uint64_t>& buckets() const { return buckets_; }
+  void set(int64_t bucket, uint64_t count);  // reading a partial back; throws std::out_of_range
+
+ private:
+  int64_t bucket(double x) const;
+  double value_of(int64_t bucket) const;
+  Scale scale_;
+  std::map<int64_t, uint64_t> buckets_;
+};
+
+// One of the four norm ratios over every sentence × head pair.
+struct RatioTally {
+  Histogram values{Histogram::Scale::ratio};
+  size_t below_one = 0;
+  void add(double x);
+  void merge(const RatioTally& other);
 };
 
 struct RatioSummary {
@@ -79,27 +137,87 @@ struct AuditResult {
 
 inline constexpr size_t kShownSentences = 200;
 
-// Folds rows and ratios, in sentence order, into the statistics the verdict reads; it keeps the
-// sink shares and ratios (for exact medians and thresholds) but no row.
-class AuditTally {
- public:
+// Folds rows and ratios into the statistics the verdict reads, in bounded size: counts, maxima,
+// histograms; no row. Tallies of disjoint sets of sentences merge into the tally of their union,
+// exactly, whatever the order.
+struct AuditTally {
+  // The rows above a criterion's threshold (rows_with_sink_above), counted as they come.
+  struct ThresholdCount {
+    size_t lens = 0;
+    double threshold = 0;
+    size_t rows = 0;
+  };
   explicit AuditTally(const StudyPlan& plan);
   void add(const AuditRow& row);
   void add(const NormRatio& ratio);
-  void finish(AuditResult& result) const;  // stats, ratio summaries, criteria
+  void merge(const AuditTally& other);           // of the same plan
+  void finish(AuditResult& result) const;        // stats, ratio summaries, criteria of result.plan
 
- private:
-  const StudyPlan& plan_;
-  std::vector<LensStats> stats_;
-  std::vector<std::vector<double>> shares_;  // per lens, the defined sink shares
-  std::vector<double> cls_value_, sep_value_, cls_transformed_, sep_transformed_;
+  std::vector<LensStats> stats;                  // plan.lenses order
+  std::vector<Histogram> shares;                 // per lens, the defined sink shares
+  std::vector<std::optional<ThresholdCount>> thresholds;  // per plan criterion
+  RatioTally cls_value, sep_value, cls_transformed, sep_transformed;
 };
 
 // Sentences done so far and in all, after each batch.
 using AuditProgress = std::function<void(size_t done, size_t total)>;
 
-// Streams the plan's sentences through the runtime a batch at a time, so memory stays flat in the
+// One shard of an audit: the sentences whose position i in the corpus (0-based, blank lines not
+// counted) has i mod count = index. Round robin, so that shards stay even where sentence length
+// drifts along the corpus, and no shard needs to know the corpus length first.
+struct AuditShard {
+  size_t index = 0, count = 1;
+  bool owns(size_t ordinal) const { return ordinal % count == index; }
+  std::string label() const { return std::to_string(index) + "/" + std::to_string(count); }
+  static AuditShard parse(const std::string& text);  // "K/N"; throws InputError naming --shard
+};
+
+// What one shard contributes: everything the report, statistics and criteria need, in bounded size
+// whatever the corpus length (the tally; the rows of the shown sentences and of the sentences the
+// recorded numbers name), with the hashes that say what it was computed from.
+struct AuditPartial {
+  explicit AuditPartial(const StudyPlan& plan) : tally(plan) {}
+  std::filesystem::path file;  // where it was read from; empty in memory
+  AuditShard shard;
+  std::string plan_sha256, model_sha256, sentences_sha256, recorded_sha256, build_sha256, version;
+  std::string model_dir, model_generator;
+  size_t corpus_sentences = 0;  // in the whole corpus
+  size_t sentences = 0;         // this shard's
+  AuditTally tally;
+  std::vector<AuditRow> shown_rows, named_rows;
+  std::vector<NormRatio> shown_ratios;
+};
+
+// Streams the shard's sentences through the runtime a batch at a time, so memory stays flat in the
 // number of sentences. `row_fault` is for `lenscheck mutate` only.
+AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& checkpoint, AuditShard shard,
+                         unsigned threads = 1, RowFault row_fault = RowFault::none,
+                         const AuditProgress& progress = {});
+
+// Merges the partials of every shard, one at a time, into the result a single run gives: it holds
+// the merged tally and the shown rows, never a partial once added, so memory does not grow with the
+// number of shards. add() throws InputError naming the partial when it belongs to another plan,
+// model, corpus, set of recorded numbers or build, or repeats a shard; finish() when one is missing.
+class AuditMerge {
+ public:
+  explicit AuditMerge(const StudyPlan& plan);
+  void add(AuditPartial partial);
+  AuditResult finish();
+
+ private:
+  StudyPlan plan_;
+  std::string plan_sha256_;
+  AuditPartial first_;                       // the first partial's hashes, to check the others against
+  std::map<size_t, std::string> seen_;       // shard index → the partial that held it
+  AuditTally tally_;
+  AuditResult result_;                       // sentences, shown rows and ratios so far
+  std::vector<AuditRow> named_rows_;
+};
+
+// An AuditMerge of `partials`, in the order given.
+AuditResult merge_audit(const StudyPlan& plan, std::vector<AuditPartial> partials);
+
+// The whole plan as one shard: merge_audit of audit_shard 0/1.
 AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint, unsigned threads = 1,
                       RowFault row_fault = RowFault::none, const AuditProgress& progress = {});
 

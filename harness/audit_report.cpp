@@ -31,6 +31,17 @@ Published published(Lens lens) {
 
 std::string verdict(const AuditResult& r) { return r.abandon() ? "ABANDON" : "PROCEED"; }
 
+// A rise in sink share against the baseline, in percentage points and relative, each with its row's
+// baseline share: a relative rise from a near-zero baseline is large however small the rise.
+std::string points_worsening(const LensStats& l) {
+  const RowMax& m = l.points_worsening;
+  return fmt::format("{:+.1f} pp, {} → {} ({})", 100 * m.value, pct(m.baseline), pct(m.share), m.where);
+}
+std::string relative_worsening(const LensStats& l) {
+  const RowMax& m = l.relative_worsening;
+  return fmt::format("{:.0f} %, {} → {} ({})", 100 * m.value, pct(m.baseline), pct(m.share), m.where);
+}
+
 // "every row", or "the 2460 rows of the first 200 sentences" when a corpus is larger.
 std::string shown_rows(const AuditResult& r) {
   return r.rows.size() == r.total_rows
@@ -94,15 +105,22 @@ std::string audit_conclusion(const AuditResult& r) {
   std::string s = fmt::format("Under the baseline lens ({}) the median row sinks {} into [CLS]/[SEP]; "
                               "{} of {} rows sink more than half, {} more than 90 % (worst {}, {}).",
                               lens_name(base.lens), pct(base.median), base.above_50, base.rows, base.above_90,
-                              pct(base.worst), base.worst_where);
+                              pct(base.worst.value), base.worst.where);
   for (size_t li = 1; li < r.stats.size(); ++li) {
     const LensStats& l = r.stats[li];
     const double factor = base.median > 0 ? l.median / base.median : 0;
     s += fmt::format(" Under {} the median falls to {} ({:.2f}× the baseline), {} rows still sink more than half "
-                     "and {} more than 90 % (worst {}, {}); {} rows got worse, by up to {:.0f} %, and {} of {} rows "
-                     "keep their head.",
-                     lens_name(l.lens), pct(l.median), factor, l.above_50, l.above_90, pct(l.worst), l.worst_where,
-                     l.worse, 100 * l.largest_relative_worsening, l.kept_head, l.rows);
+                     "and {} more than 90 % (worst {}, {}); {} rows got worse{}, and {} of {} rows keep their head.",
+                     lens_name(l.lens), pct(l.median), factor, l.above_50, l.above_90, pct(l.worst.value),
+                     l.worst.where, l.worse,
+                     l.worse ? fmt::format(", by up to {:.1f} percentage points ({} → {}, {}) and up to {:.0f} % "
+                                           "relative ({} → {}, {})",
+                                           100 * l.points_worsening.value, pct(l.points_worsening.baseline),
+                                           pct(l.points_worsening.share), l.points_worsening.where,
+                                           100 * l.relative_worsening.value, pct(l.relative_worsening.baseline),
+                                           pct(l.relative_worsening.share), l.relative_worsening.where)
+                             : "",
+                     l.kept_head, l.rows);
   }
   s += fmt::format(" [CLS] carries {:.2f}× and [SEP] {:.2f}× the value norm of a mean content token (median over "
                    "{} sentence × head pairs; {} and {} of them below 1.0).",
@@ -138,16 +156,21 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
   for (const CriterionResult& c : r.criteria)
     md += fmt::format("| {} | {:.4g} | {} |\n", c.criterion.describe(), c.value, c.triggered ? "**yes**" : "no");
   md += "\n## Sink share per lens\n\n| lens | median | worst row | rows > 50 % | rows > 90 % | rows worse than baseline | "
-        "largest relative worsening | rows keeping their head | undefined rows | published median / worst / >50 % / >90 % |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n";
+        "largest worsening, percentage points (baseline → lens) | largest relative worsening (baseline → lens) | "
+        "rows keeping their head | undefined rows | published median / worst / >50 % / >90 % |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const LensStats& l : r.stats) {
     const Published p = published(l.lens);
-    md += fmt::format("| {} | {} | {} ({}) | {} | {} | {} | {} | {} / {} | {} | {} / {} / {} / {} |\n", lens_name(l.lens),
-                      pct(l.median), pct(l.worst), l.worst_where, l.above_50, l.above_90,
-                      l.lens == r.plan.baseline ? "—" : std::to_string(l.worse),
-                      l.lens == r.plan.baseline ? "—" : fmt::format("{:.0f} % ({})", 100 * l.largest_relative_worsening, l.largest_worsening_where),
-                      l.kept_head, l.rows, l.undefined, p.median, p.worst, p.above_50, p.above_90);
+    const bool base = l.lens == r.plan.baseline, worse = !base && l.worse > 0;
+    md += fmt::format("| {} | {} | {} ({}) | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} / {} / {} |\n", lens_name(l.lens),
+                      pct(l.median), pct(l.worst.value), l.worst.where, l.above_50, l.above_90,
+                      base ? "—" : std::to_string(l.worse), worse ? points_worsening(l) : "—",
+                      worse ? relative_worsening(l) : "—", l.kept_head, l.rows, l.undefined, p.median, p.worst,
+                      p.above_50, p.above_90);
   }
+  md += fmt::format("\nMedians are read from histograms that shards merge exactly: within {:g} percentage points "
+                    "of the exact median of the sink shares, within {:g} % of that of the norm ratios.\n",
+                    100 * Histogram::kShareWidth / 2, 100 * Histogram::kRatioError);
   md += "\nThe published run (4 layers, 256 dims, 14 sentences, 110 rows) is the layout's reference: 98/110 rows kept "
         "their head, 31 rows got worse by up to 26 %, value-norm ratio [CLS] 0.63× (196 of 224 below 1.0), [SEP] "
         "0.70× (147 of 224). Model and sentences differ, so the numbers do.\n\n";
@@ -202,14 +225,22 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
   j["build"] = r.version;
   j["model"] = {{"dir", r.model_dir}, {"generator", r.model_generator}};
   j["head_rule"] = r.plan.head_rule.label();
+  j["median_bounds"] = {{"sink_share_absolute", Histogram::kShareWidth / 2}, {"norm_ratio_relative", Histogram::kRatioError}};
   for (const CriterionResult& c : r.criteria)
     j["criteria"].push_back({{"criterion", c.criterion.describe()}, {"value", c.value}, {"holds", c.triggered}});
   for (const LensStats& l : r.stats)
     j["lenses"].push_back({{"lens", lens_name(l.lens)}, {"rows", l.rows}, {"undefined", l.undefined},
-                           {"median", l.median}, {"worst", l.worst}, {"worst_row", l.worst_where},
+                           {"median", l.median}, {"worst", l.worst.value}, {"worst_row", l.worst.where},
                            {"rows_above_50", l.above_50}, {"rows_above_90", l.above_90}, {"rows_worse", l.worse},
-                           {"largest_relative_worsening", l.largest_relative_worsening},
-                           {"largest_worsening_row", l.largest_worsening_where}, {"rows_keeping_head", l.kept_head}});
+                           {"largest_worsening_points", 100 * l.points_worsening.value},
+                           {"largest_worsening_points_row", l.points_worsening.where},
+                           {"largest_worsening_points_baseline_share", l.points_worsening.baseline},
+                           {"largest_worsening_points_share", l.points_worsening.share},
+                           {"largest_relative_worsening", l.relative_worsening.value},
+                           {"largest_relative_worsening_row", l.relative_worsening.where},
+                           {"largest_relative_worsening_baseline_share", l.relative_worsening.baseline},
+                           {"largest_relative_worsening_share", l.relative_worsening.share},
+                           {"rows_keeping_head", l.kept_head}});
   auto ratio_json = [](const RatioSummary& s) {
     return nlohmann::ordered_json{{"median", s.median}, {"below_one", s.below_one}, {"count", s.count}};
   };
@@ -235,6 +266,18 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
     j["rows"].push_back(rj);
   }
   write_text_file(dir / "audit.json", j.dump(1) + "\n");
+}
+
+void print_audit_outcome(const AuditResult& r, const std::filesystem::path& dir) {
+  for (const CriterionResult& c : r.criteria)
+    fmt::print("criterion {}: measured {:.4g} → {}\n", c.criterion.describe(), c.value,
+               c.triggered ? "holds" : "does not hold");
+  for (const RecordedCheck& c : r.recorded)
+    if (!c.problem.empty())
+      fmt::print("recorded number {} {} ({}): {}\n", c.number.sentence, c.number.word, lens_name(c.number.lens),
+                 c.problem);
+  fmt::print("{}\nwrote {}/audit.md, audit.json, sink-shares.svg\n", audit_conclusion(r), dir.string());
+  fmt::print("audit: {}\n", r.recorded_hold() ? verdict(r) : "recorded numbers moved — no verdict");
 }
 
 }  // namespace lenscheck

@@ -6,7 +6,10 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "harness/audit.h"
+#include "harness/audit_report.h"
 #include "harness/corpus.h"
 #include "harness/planted.h"
 #include "model/sha256.h"
@@ -121,10 +124,13 @@ TEST(Verdict, AbandonWhenACriterionHolds) {
   EXPECT_DOUBLE_EQ(r.criteria[0].value, 0.6);
   EXPECT_DOUBLE_EQ(r.criteria[1].value, 1);
   const LensStats& v = r.stats[1];
-  EXPECT_DOUBLE_EQ(v.median, 0.45);
+  EXPECT_NEAR(v.median, 0.45, Histogram::kShareWidth / 2);
   EXPECT_EQ(v.above_50, 1u);
   EXPECT_EQ(v.worse, 1u);  // 0.4 → 0.45
-  EXPECT_NEAR(v.largest_relative_worsening, 0.125, 1e-12);
+  EXPECT_NEAR(v.relative_worsening.value, 0.125, 1e-12);
+  EXPECT_NEAR(v.points_worsening.value, 0.05, 1e-12);
+  EXPECT_EQ(v.points_worsening.baseline, 0.4);
+  EXPECT_EQ(v.points_worsening.where, "s: c");
   EXPECT_EQ(v.kept_head, 2u);  // the first row changed head
 }
 
@@ -134,6 +140,27 @@ TEST(Verdict, ProceedWhenNoCriterionHolds) {
   EXPECT_DOUBLE_EQ(r.criteria[0].value, 0.4);
   EXPECT_DOUBLE_EQ(r.criteria[1].value, 0);
   EXPECT_EQ(r.stats[1].worse, 0u);
+}
+
+// A row whose baseline barely sinks: the relative rise is enormous, the rise in points is what it is.
+TEST(Verdict, WorseningFromANearZeroBaselineIsReportedInPointsBesideTheBaseline) {
+  const AuditResult r = hand_made_audit({{0.001, 0.5}, {0.4, 0.6}});
+  const LensStats& v = r.stats[1];
+  EXPECT_EQ(v.worse, 2u);
+  EXPECT_NEAR(v.relative_worsening.value, 499, 1e-9);  // 49 900 %
+  EXPECT_EQ(v.relative_worsening.where, "s: a");
+  EXPECT_EQ(v.relative_worsening.baseline, 0.001);
+  EXPECT_NEAR(v.points_worsening.value, 0.499, 1e-12);
+  EXPECT_EQ(v.points_worsening.baseline, 0.001);
+  EXPECT_EQ(v.points_worsening.share, 0.5);
+  const auto dir = test::temp_dir("report");
+  write_audit_reports(r, dir);
+  const std::string md = test::read_file(dir / "audit.md");
+  EXPECT_NE(md.find("| +49.9 pp, 0.1 % → 50.0 % (s: a) | 49900 %, 0.1 % → 50.0 % (s: a) |"), std::string::npos) << md;
+  const auto json = nlohmann::json::parse(test::read_file(dir / "audit.json"));
+  EXPECT_NEAR(json["lenses"][1]["largest_worsening_points"].get<double>(), 49.9, 1e-9);
+  EXPECT_EQ(json["lenses"][1]["largest_worsening_points_baseline_share"].get<double>(), 0.001);
+  EXPECT_EQ(json["lenses"][1]["largest_relative_worsening_baseline_share"].get<double>(), 0.001);
 }
 
 namespace {
@@ -273,7 +300,7 @@ TEST(AuditRun, ACorpusStreamsInBatchesCountsEveryRowAndShowsTheFirstSentences) {
   const AuditResult two = run_audit(plan, planted(), 2);
   for (size_t li = 0; li < one.stats.size(); ++li) {
     EXPECT_EQ(one.stats[li].median, two.stats[li].median);
-    EXPECT_EQ(one.stats[li].worst_where, two.stats[li].worst_where);
+    EXPECT_EQ(one.stats[li].worst.where, two.stats[li].worst.where);
     EXPECT_EQ(one.stats[li].above_50, two.stats[li].above_50);
     EXPECT_EQ(one.stats[li].worse, two.stats[li].worse);
   }

@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "harness/audit_partial.h"
 #include "harness/audit_report.h"
 #include "harness/calibrate.h"
 #include "harness/corpus.h"
@@ -35,6 +36,12 @@ void print_summary(const lc::ComparisonSummary& c) {
     fmt::print("  {:<36} {}  bound used {:5.1f} %  {}\n", t.name, measure, 100 * t.bound_used,
                t.pass() ? "pass" : "FAIL " + t.problem);
   }
+}
+
+int report_audit(const lc::AuditResult& r, const std::string& dir) {
+  lc::write_audit_reports(r, dir);
+  lc::print_audit_outcome(r, dir);
+  return !r.recorded_hold() ? kFail : r.abandon() ? kAbandon : kPass;
 }
 
 int run_verify(const lc::VerifyResult& r, const std::string& report,
@@ -95,6 +102,15 @@ int main(int argc, char** argv) {
   audit->add_option("--plan", plan_file, "study plan YAML")->required();
   audit->add_option("--model", model_dir, "checkpoint directory (default: the plan's model)");
   audit->add_option("--out", audit_out, "report folder (default: reports/<study>)");
+  // Sharded audits: each shard writes a partial; audit-merge writes the reports of the whole.
+  std::string shard = "0/1", partial;
+  std::vector<std::string> partials;
+  audit->add_option("--shard", shard, "K/N: only the sentences i (0-based) with i mod N = K")->needs(
+      audit->add_option("--partial", partial, "write this shard's partial result (JSON) here, not the reports"));
+  auto* merge = app.add_subcommand("audit-merge", "merge the partials of every shard into the audit's reports");
+  merge->add_option("--plan", plan_file, "study plan YAML the shards ran")->required();
+  merge->add_option("--out", audit_out, "report folder (default: reports/<study>)");
+  merge->add_option("partials", partials, "one partial per shard")->required();
 
   std::string only, mutate_plan = "fixtures/studies/norm-weighted-attention.yaml";
   bool list = false;
@@ -187,27 +203,27 @@ int main(int argc, char** argv) {
       for (const std::string& n : ck.notes) fmt::print(stderr, "note: {}\n", n);
       // Progress on stderr, about every 5 % (and not at all for a small study).
       size_t reported = 0;
-      const lc::AuditResult r = lc::run_audit(plan, ck, threads, lc::RowFault::none, [&](size_t done, size_t total) {
+      const auto progress = [&](size_t done, size_t total) {
         if (total >= 1000 && (done * 20 / total > reported || done == total)) {
           reported = done * 20 / total;
           fmt::print(stderr, "audit: {}/{} sentences\n", done, total);
         }
-      });
-      const std::string dir = audit_out.empty() ? "reports/" + plan.study : audit_out;
-      lc::write_audit_reports(r, dir);
-      for (const lc::CriterionResult& c : r.criteria)
-        fmt::print("criterion {}: measured {:.4g} → {}\n", c.criterion.describe(), c.value,
-                   c.triggered ? "holds" : "does not hold");
-      for (const lc::RecordedCheck& c : r.recorded)
-        if (!c.problem.empty()) fmt::print("recorded number {} {} ({}): {}\n", c.number.sentence, c.number.word,
-                                           lc::lens_name(c.number.lens), c.problem);
-      fmt::print("{}\nwrote {}/audit.md, audit.json, sink-shares.svg\n", lc::audit_conclusion(r), dir);
-      if (!r.recorded_hold()) {
-        fmt::print("audit: recorded numbers moved — no verdict\n");
-        return kFail;
+      };
+      if (!partial.empty()) {
+        const lc::AuditShard k = lc::AuditShard::parse(shard);
+        const lc::AuditPartial p = lc::audit_shard(plan, ck, k, threads, lc::RowFault::none, progress);
+        lc::write_partial(p, partial);
+        fmt::print("audit: shard {} ({} of {} sentences) wrote {}\n", k.label(), p.sentences, p.corpus_sentences, partial);
+        return kPass;
       }
-      fmt::print("audit: {}\n", r.abandon() ? "ABANDON" : "PROCEED");
-      return r.abandon() ? kAbandon : kPass;
+      const lc::AuditResult r = lc::run_audit(plan, ck, threads, lc::RowFault::none, progress);
+      return report_audit(r, audit_out.empty() ? "reports/" + plan.study : audit_out);
+    }
+    if (*merge) {
+      const lc::StudyPlan plan = lc::load_study_plan(plan_file);
+      lc::AuditMerge merged(plan);
+      for (const std::string& p : partials) merged.add(lc::read_partial(plan, p));
+      return report_audit(merged.finish(), audit_out.empty() ? "reports/" + plan.study : audit_out);
     }
     if (*mutate) {
       if (list) {
