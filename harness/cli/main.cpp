@@ -9,6 +9,7 @@
 #include "harness/audit_report.h"
 #include "harness/corpus.h"
 #include "harness/fixture.h"
+#include "harness/inspect.h"
 #include "harness/verify.h"
 #include "harness/verify_report.h"
 #include "model/error.h"
@@ -108,6 +109,11 @@ int main(int argc, char** argv) {
   corpus->add_option("--out", out, "output .txt")->required();
   corpus->add_option("--sentences", corpus_size, "how many")->capture_default_str()->check(CLI::Range(1, 100000000));
   corpus->add_option("--seed", corpus_seed, "sentence seed")->capture_default_str();
+
+  auto* inspect = app.add_subcommand("inspect", "what a checkpoint holds as loaded: config, dtypes, ignored "
+                                                "tensors, vocabulary, per-parameter statistics");
+  inspect->add_option("--model", model_dir, "checkpoint directory")->required();
+  inspect->add_option("--json", json, "JSON report path");
 
   lc::FixtureOptions fixture;
   std::string vocab_json;
@@ -215,6 +221,16 @@ int main(int argc, char** argv) {
         if (!f.empty()) fmt::print("wrote {}\n", f);
       fmt::print("mutate: {}\n", r.pass() ? "PASS" : "FAIL");
       return r.pass() ? kPass : kFail;
+    }
+    if (*inspect) {
+      const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
+      const std::vector<lc::ParamStats> stats = lc::parameter_stats(ck);
+      fmt::print("{}", lc::inspection_text(ck, stats));
+      if (!json.empty()) {
+        lc::write_inspection_json(ck, stats, json);
+        fmt::print("wrote {}\n", json);
+      }
+      return kPass;
     }
     if (*corpus) {
       lc::write_corpus(out, corpus_size, corpus_seed);
