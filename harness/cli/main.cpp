@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "harness/audit_report.h"
+#include "harness/cli/data_paths.h"
 #include "harness/corpus.h"
 #include "harness/fixture.h"
 #include "harness/inspect.h"
@@ -64,7 +65,8 @@ int main(int argc, char** argv) {
                                        "not depend on it")->capture_default_str();
   app.set_version_flag("--version", lc::build_version());
 
-  std::string model_dir, sentences = "fixtures/sentences.yaml", tolerances = "fixtures/tolerances.yaml";
+  const lc::cli::DataPaths data = lc::cli::locate_data();
+  std::string model_dir, sentences = data.sentences(), tolerances = data.tolerances();
   std::string report, json, junit, reference;
   bool truth = false;
   auto* verify = app.add_subcommand("verify", "run oracle and runtime on every sentence, compare every tensor");
@@ -87,14 +89,15 @@ int main(int argc, char** argv) {
 
   std::string plan_file, audit_out;
   auto* audit = app.add_subcommand("audit", "run a pre-registered study; PROCEED exits 0, ABANDON 3");
-  audit->add_option("--plan", plan_file, "study plan YAML")->required();
+  audit->add_option("--plan", plan_file, "study plan YAML (the bundled one: " + data.study_plan().string() + ")")
+      ->required();
   audit->add_option("--model", model_dir, "checkpoint directory (default: the plan's model)");
   audit->add_option("--out", audit_out, "report folder (default: reports/<study>)");
 
-  std::string only, mutate_plan = "fixtures/studies/norm-weighted-attention.yaml";
+  std::string only, mutate_plan = data.study_plan();
   bool list = false;
   auto* mutate = app.add_subcommand("mutate", "run the mutation catalogue: metric cases and runtime faults");
-  mutate->add_option("--model", model_dir, "checkpoint directory (default build/fixtures/bert-mini)");
+  mutate->add_option("--model", model_dir, "checkpoint directory (" + data.bert_mini_help() + ")");
   mutate->add_option("--sentences", sentences, "sentences YAML")->capture_default_str();
   mutate->add_option("--tolerances", tolerances, "tolerances YAML")->capture_default_str();
   mutate->add_option("--plan", mutate_plan, "study plan whose recorded numbers check the rows")->capture_default_str();
@@ -139,10 +142,10 @@ int main(int argc, char** argv) {
   try {
     if (*verify) {
       const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
-      const lc::Tolerances tol = lc::load_tolerances(tolerances);
+      const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
       if (!reference.empty())
         return run_verify(lc::verify_reference(ck, reference, tol), report, json, junit);
-      const auto list = lc::load_sentences(sentences);
+      const auto list = lc::load_sentences(data.checked(sentences));
       return run_verify(lc::verify_sentences(ck, list, sentences, tol, {.truth = truth, .threads = threads}), report,
                         json, junit);
     }
@@ -165,7 +168,7 @@ int main(int argc, char** argv) {
     }
     if (*audit) {
       const lc::StudyPlan plan = lc::load_study_plan(plan_file);
-      const lc::Checkpoint ck = lc::load_checkpoint(model_dir.empty() ? plan.model : std::filesystem::path(model_dir));
+      const lc::Checkpoint ck = lc::load_checkpoint(lc::cli::study_model(plan, model_dir));
       for (const std::string& n : ck.notes) fmt::print(stderr, "note: {}\n", n);
       // Progress on stderr, about every 5 % (and not at all for a small study).
       size_t reported = 0;
@@ -199,11 +202,12 @@ int main(int argc, char** argv) {
                      c->equivalent_because.empty() ? "" : " [declared equivalent]");
         return kPass;
       }
-      const lc::Checkpoint ck = lc::load_checkpoint(model_dir.empty() ? "build/fixtures/bert-mini" : model_dir);
-      const lc::Tolerances tol = lc::load_tolerances(tolerances);
-      const auto list_of_sentences = lc::load_sentences(sentences);
-      const lc::StudyPlan plan = lc::load_study_plan(mutate_plan);
-      const lc::Checkpoint plan_ck = lc::load_checkpoint(plan.model);
+      const lc::Checkpoint ck =
+          lc::load_checkpoint(model_dir.empty() ? data.bert_mini() : std::filesystem::path(model_dir));
+      const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
+      const auto list_of_sentences = lc::load_sentences(data.checked(sentences));
+      const lc::StudyPlan plan = lc::load_study_plan(data.checked(mutate_plan));
+      const lc::Checkpoint plan_ck = lc::load_checkpoint(lc::cli::study_model(plan, ""));
       lc::mutation::MutateResult r;
       try {
         r = lc::mutation::run_mutations({ck, list_of_sentences, sentences, tol, plan, plan_ck, only, threads});
