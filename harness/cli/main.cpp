@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "harness/audit_report.h"
+#include "harness/cli/arguments.h"
 #include "harness/cli/data_paths.h"
 #include "harness/corpus.h"
 #include "harness/fixture.h"
@@ -131,7 +132,8 @@ int main(int argc, char** argv) {
                  "constructed weights whose [CLS]/[SEP] sink and value norms are known");
 
   try {
-    app.parse(argc, argv);
+    const lc::cli::Arguments arguments(argc, argv);
+    app.parse(arguments.argc(), arguments.argv());
     // Our pool runs the sentences; libtorch's own threads would only compete with it.
     lc::oracle::Oracle::set_threads(1);
   } catch (const CLI::ParseError& e) {
