@@ -1,4 +1,4 @@
-#include "harness/cli/data_paths.h"
+#include "cli/data_paths.h"
 
 #include <fmt/format.h>
 

@@ -6,9 +6,9 @@
 
 #include <iostream>
 
+#include "cli/arguments.h"
+#include "cli/data_paths.h"
 #include "harness/audit_report.h"
-#include "harness/cli/arguments.h"
-#include "harness/cli/data_paths.h"
 #include "harness/corpus.h"
 #include "harness/fixture.h"
 #include "harness/inspect.h"

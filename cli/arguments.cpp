@@ -1,4 +1,4 @@
-#include "harness/cli/arguments.h"
+#include "cli/arguments.h"
 
 namespace lenscheck::cli {
 
