@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <set>
 
 #include "model/error.h"
@@ -14,6 +15,8 @@ namespace lenscheck::yaml_input {
 
 YAML::Node load(const std::filesystem::path& file) {
   if (!std::filesystem::is_regular_file(file)) throw InputError(file, "no such file");
+  // yaml-cpp says "bad file" for a file it may not open, which reads like malformed YAML.
+  if (!std::ifstream(file)) throw InputError(file, "cannot be read");
   try {
     YAML::Node root = YAML::LoadFile(file.string());
     if (!root || root.IsNull()) throw InputError(file, "empty YAML document");

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <set>
+#include <stdexcept>
 
 #include "model/error.h"
 #include "model/safetensors.h"
@@ -45,6 +46,16 @@ void for_each_param(const BertConfig& c, BertWeights& w,
     visit(p + "output.LayerNorm.weight", L.output_ln_g, {D});
     visit(p + "output.LayerNorm.bias", L.output_ln_b, {D});
   }
+}
+
+void for_each_param(const BertConfig& c, const BertWeights& w,
+                    const std::function<void(const std::string&, const Param&)>& visit) {
+  if (w.layers.size() != static_cast<size_t>(c.num_hidden_layers))
+    throw std::logic_error(fmt::format("for_each_param: weights hold {} layers, the config {}", w.layers.size(),
+                                       c.num_hidden_layers));
+  // Sized layers make the table's only write (resizing them) a no-op, so the weights stay unchanged.
+  for_each_param(c, const_cast<BertWeights&>(w),
+                 [&](const std::string& name, Param& p, const std::vector<int64_t>&) { visit(name, p); });
 }
 
 BertWeights seeded_weights(const BertConfig& config, uint64_t seed,
@@ -114,16 +125,15 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir) {
   const SafetensorsFile file = SafetensorsFile::open(model_path);
 
   // BertForMaskedLM and friends save the encoder under "bert."; a bare BertModel does not.
-  std::string prefix;
   for (const TensorEntry& e : file.entries())
-    if (starts_with(e.name, "bert.")) prefix = "bert.";
+    if (starts_with(e.name, "bert.")) ck.prefix = "bert.";
 
   std::set<std::string> used;
   std::set<DType> converted;
   for_each_param(ck.config, ck.weights,
                  [&](const std::string& name, Param& param, const std::vector<int64_t>& shape) {
-    const TensorEntry* e = find_with_legacy_names(file, prefix + name);
-    if (!e) throw InputError(model_path, fmt::format("missing tensor {}{}", prefix, name));
+    const TensorEntry* e = find_with_legacy_names(file, ck.prefix + name);
+    if (!e) throw InputError(model_path, fmt::format("missing tensor {}{}", ck.prefix, name));
     if (e->shape != shape)
       throw InputError(model_path, fmt::format("tensor {} has shape {}, config.json implies {}",
                                                e->name, shape_string(e->shape), shape_string(shape)));
@@ -132,6 +142,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir) {
       throw InputError(model_path, fmt::format("tensor {} has dtype {}; weights must be F32, F16, "
                                                "BF16 or F64", e->name, dtype_name(e->dtype)));
     if (e->dtype != DType::F32) converted.insert(e->dtype);
+    ++ck.stored_dtypes[dtype_name(e->dtype)];
     param.shape = shape;
     param.values = file.read_f32(*e);
     for (size_t i = 0; i < param.values.size(); ++i)
@@ -144,9 +155,9 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir) {
   for (DType d : converted)
     ck.notes.push_back(fmt::format("{} weights converted to the working precision F32",
                                    dtype_name(d)));
-  std::vector<std::string> ignored;
   for (const TensorEntry& e : file.entries())
-    if (!used.count(e.name)) ignored.push_back(e.name);
+    if (!used.count(e.name)) ck.ignored.push_back(e.name);
+  const std::vector<std::string>& ignored = ck.ignored;
   if (!ignored.empty())
     ck.notes.push_back(fmt::format("ignored {} tensor(s) the encoder does not use (heads, pooler, "
                                    "buffers): {}{}", ignored.size(),

@@ -2,6 +2,7 @@
 // A Hugging Face BERT checkpoint directory: config.json, vocab.txt, model.safetensors.
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct BertWeights {
 void for_each_param(const BertConfig& config, BertWeights& weights,
                     const std::function<void(const std::string& name, Param& param,
                                              const std::vector<int64_t>& shape)>& visit);
+// The same table, read only, on weights whose layers the config has already sized (a loaded checkpoint's).
+void for_each_param(const BertConfig& config, const BertWeights& weights,
+                    const std::function<void(const std::string& name, const Param& param)>& visit);
 
 // Every parameter drawn, in for_each_param's order, as mean + sd * N(0, 1) from SeededRng(seed), with
 // mean and sd chosen per parameter: the one way generated checkpoints get their weights.
@@ -53,6 +57,11 @@ struct Checkpoint {
   BertWeights weights;
   std::string model_sha256;        // of model.safetensors
   std::vector<std::string> notes;  // what the loader ignored or converted, for the user to read
+  // The same facts, for `lenscheck inspect`: the encoder's tensors by stored dtype (every one is read as
+  // F32), the name prefix found ("bert." or none), and every tensor the encoder does not use.
+  std::map<std::string, size_t> stored_dtypes;
+  std::string prefix;
+  std::vector<std::string> ignored;
 };
 
 // Throws InputError naming the file and the problem: missing files, tensors missing or of the wrong

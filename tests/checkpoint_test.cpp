@@ -70,6 +70,9 @@ TEST(Checkpoint, LoadsTheBundledBertMiniWithBareNames) {
   EXPECT_EQ(ck.weights.layers[3].intermediate_w.shape, (std::vector<int64_t>{1024, 256}));
   EXPECT_EQ(ck.weights.layers[3].output_w.shape, (std::vector<int64_t>{256, 1024}));
   EXPECT_TRUE(ck.notes.empty());
+  EXPECT_EQ(ck.prefix, "");
+  EXPECT_EQ(ck.stored_dtypes, (std::map<std::string, size_t>{{"F32", 5 + 4 * 16}}));
+  EXPECT_TRUE(ck.ignored.empty());
   EXPECT_EQ(ck.model_sha256, sha256_file(test::bert_mini() / "model.safetensors"));
 }
 
@@ -80,6 +83,10 @@ TEST(Checkpoint, AcceptsTheBertPrefixAndIgnoresHeadsWithANote) {
   EXPECT_NE(ck.notes[0].find("F64 weights converted"), std::string::npos) << ck.notes[0];
   EXPECT_NE(ck.notes[1].find("ignored 4 tensor(s)"), std::string::npos) << ck.notes[1];
   EXPECT_NE(ck.notes[1].find("bert.pooler.dense.weight"), std::string::npos) << ck.notes[1];
+  EXPECT_EQ(ck.prefix, "bert.");
+  EXPECT_EQ(ck.stored_dtypes, (std::map<std::string, size_t>{{"F64", 5 + 2 * 16}}));
+  EXPECT_EQ(ck.ignored, (std::vector<std::string>{"bert.embeddings.position_ids", "bert.pooler.dense.weight",
+                                                  "bert.pooler.dense.bias", "cls.predictions.bias"}));
 }
 
 TEST(Checkpoint, AcceptsLegacyGammaBetaLayerNormNames) {

@@ -24,11 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quoted(const fs::path& p) {
-  std::string s = "'";  // appended, not "'" + ...: GCC 12 warns -Wrestrict on that at -O3
-  s += p.string();
-  return s += "'";
-}
+using test::quoted;
 fs::path tolerances_file() { return test::source_dir() / "fixtures/tolerances.yaml"; }
 const Tolerances& tolerances() {
   static const Tolerances t = load_tolerances(tolerances_file());

@@ -20,9 +20,15 @@ struct CommandResult {
   int exit_code;
   std::string output;  // stdout and stderr together
 };
-// Runs the lenscheck CLI with `args` (shell-quoted by the caller).
-// `prefix` runs the CLI under another command, e.g. "prlimit --as=N ".
+// Runs the lenscheck CLI with `args` (shell-quoted by the caller, with quoted()); `prefix` runs it under
+// another command, e.g. "prlimit --as=N ".
 CommandResult run_cli(const std::string& args, const std::string& prefix = "");
+
+inline std::string quoted(const std::filesystem::path& p) {
+  std::string s = "'";  // appended, not "'" + ...: GCC 12 warns -Wrestrict on that at -O3
+  s += p.string();
+  return s += "'";
+}
 
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -14,7 +14,7 @@ const Checkpoint& bert_mini() {
   static const Checkpoint ck = load_checkpoint(test::bert_mini());
   return ck;
 }
-std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+using test::quoted;
 
 }  // namespace
 

@@ -6,11 +6,14 @@
 
 #include <iostream>
 
+#include "cli/arguments.h"
+#include "cli/data_paths.h"
 #include "harness/audit_partial.h"
 #include "harness/audit_report.h"
 #include "harness/calibrate.h"
 #include "harness/corpus.h"
 #include "harness/fixture.h"
+#include "harness/inspect.h"
 #include "harness/verify.h"
 #include "harness/verify_report.h"
 #include "model/error.h"
@@ -74,7 +77,8 @@ int main(int argc, char** argv) {
                                        "not depend on it")->capture_default_str();
   app.set_version_flag("--version", lc::build_version());
 
-  std::string model_dir, sentences = "fixtures/sentences.yaml", tolerances = "fixtures/tolerances.yaml";
+  const lc::cli::DataPaths data = lc::cli::locate_data();
+  std::string model_dir, sentences = data.sentences(), tolerances = data.tolerances();
   std::string report, json, junit, reference;
   bool absolute = false;
   auto* verify = app.add_subcommand("verify", "run the runtime and libtorch in fp32 and fp64 on every sentence; "
@@ -99,7 +103,8 @@ int main(int argc, char** argv) {
 
   std::string plan_file, audit_out;
   auto* audit = app.add_subcommand("audit", "run a pre-registered study; PROCEED exits 0, ABANDON 3");
-  audit->add_option("--plan", plan_file, "study plan YAML")->required();
+  audit->add_option("--plan", plan_file, "study plan YAML (the bundled one: " + data.study_plan().string() + ")")
+      ->required();
   audit->add_option("--model", model_dir, "checkpoint directory (default: the plan's model)");
   audit->add_option("--out", audit_out, "report folder (default: reports/<study>)");
   // Sharded audits: each shard writes a partial; audit-merge writes the reports of the whole.
@@ -112,10 +117,10 @@ int main(int argc, char** argv) {
   merge->add_option("--out", audit_out, "report folder (default: reports/<study>)");
   merge->add_option("partials", partials, "one partial per shard")->required();
 
-  std::string only, mutate_plan = "fixtures/studies/norm-weighted-attention.yaml";
+  std::string only, mutate_plan = data.study_plan();
   bool list = false;
   auto* mutate = app.add_subcommand("mutate", "run the mutation catalogue: metric cases and runtime faults");
-  mutate->add_option("--model", model_dir, "checkpoint directory (default build/fixtures/bert-mini)");
+  mutate->add_option("--model", model_dir, "checkpoint directory (" + data.bert_mini_help() + ")");
   mutate->add_option("--sentences", sentences, "sentences YAML")->capture_default_str();
   mutate->add_option("--tolerances", tolerances, "tolerances YAML")->capture_default_str();
   mutate->add_option("--plan", mutate_plan, "study plan whose recorded numbers check the rows")->capture_default_str();
@@ -144,6 +149,11 @@ int main(int argc, char** argv) {
   calibrate->add_option("--report", report, "Markdown report path")->required();
   calibrate->add_option("--json", json, "JSON report path");
 
+  auto* inspect = app.add_subcommand("inspect", "what a checkpoint holds as loaded: config, dtypes, ignored "
+                                                "tensors, vocabulary, per-parameter statistics");
+  inspect->add_option("--model", model_dir, "checkpoint directory")->required();
+  inspect->add_option("--json", json, "JSON report path");
+
   lc::FixtureOptions fixture;
   std::string vocab_json;
   auto* make = app.add_subcommand("make-fixture", "write a deterministic BERT checkpoint (HF layout)");
@@ -161,7 +171,8 @@ int main(int argc, char** argv) {
                  "constructed weights whose [CLS]/[SEP] sink and value norms are known");
 
   try {
-    app.parse(argc, argv);
+    const lc::cli::Arguments arguments(argc, argv);
+    app.parse(arguments.argc(), arguments.argv());
     // Our pool runs the sentences; libtorch's own threads would only compete with it.
     lc::oracle::Oracle::set_threads(1);
   } catch (const CLI::ParseError& e) {
@@ -172,11 +183,11 @@ int main(int argc, char** argv) {
   try {
     if (*verify) {
       const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
-      const lc::Tolerances tol = lc::load_tolerances(tolerances);
+      const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
       const lc::Rule rule = absolute ? lc::Rule::absolute : lc::Rule::derived;
       if (!reference.empty())
         return run_verify(lc::verify_reference(ck, reference, tol, rule), report, json, junit);
-      const auto list = lc::load_sentences(sentences);
+      const auto list = lc::load_sentences(data.checked(sentences));
       return run_verify(lc::verify_sentences(ck, list, sentences, tol, {.rule = rule, .threads = threads}), report,
                         json, junit);
     }
@@ -199,7 +210,7 @@ int main(int argc, char** argv) {
     }
     if (*audit) {
       const lc::StudyPlan plan = lc::load_study_plan(plan_file);
-      const lc::Checkpoint ck = lc::load_checkpoint(model_dir.empty() ? plan.model : std::filesystem::path(model_dir));
+      const lc::Checkpoint ck = lc::load_checkpoint(lc::cli::study_model(plan, model_dir));
       for (const std::string& n : ck.notes) fmt::print(stderr, "note: {}\n", n);
       // Progress on stderr, about every 5 % (and not at all for a small study).
       size_t reported = 0;
@@ -233,11 +244,12 @@ int main(int argc, char** argv) {
                      c->equivalent_because.empty() ? "" : " [declared equivalent]");
         return kPass;
       }
-      const lc::Checkpoint ck = lc::load_checkpoint(model_dir.empty() ? "build/fixtures/bert-mini" : model_dir);
-      const lc::Tolerances tol = lc::load_tolerances(tolerances);
-      const auto list_of_sentences = lc::load_sentences(sentences);
-      const lc::StudyPlan plan = lc::load_study_plan(mutate_plan);
-      const lc::Checkpoint plan_ck = lc::load_checkpoint(plan.model);
+      const lc::Checkpoint ck =
+          lc::load_checkpoint(model_dir.empty() ? data.bert_mini() : std::filesystem::path(model_dir));
+      const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
+      const auto list_of_sentences = lc::load_sentences(data.checked(sentences));
+      const lc::StudyPlan plan = lc::load_study_plan(data.checked(mutate_plan));
+      const lc::Checkpoint plan_ck = lc::load_checkpoint(lc::cli::study_model(plan, ""));
       lc::mutation::MutateResult r;
       try {
         r = lc::mutation::run_mutations({ck, list_of_sentences, sentences, tol, plan, plan_ck, only, threads});
@@ -257,8 +269,8 @@ int main(int argc, char** argv) {
       return r.pass() ? kPass : kFail;
     }
     if (*calibrate) {
-      const lc::Tolerances tol = lc::load_tolerances(tolerances);
-      calibration.sentences_file = sentences;
+      const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
+      calibration.sentences_file = data.checked(sentences);
       calibration.threads = threads;
       for (const std::string& f : calibration_fixtures) calibration.fixtures.emplace_back(f);
       const lc::CalibrationResult r =
@@ -271,6 +283,16 @@ int main(int argc, char** argv) {
           fmt::print("{:<18} {:<16} smallest delta killed: {:g}\n", f.name, fault,
                      lc::CalibrationResult::threshold(calibration.deltas, outcomes));
       return r.false_alarms() == 0 ? kPass : kFail;
+    }
+    if (*inspect) {
+      const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
+      const std::vector<lc::ParamStats> stats = lc::parameter_stats(ck);
+      fmt::print("{}", lc::inspection_text(ck, stats));
+      if (!json.empty()) {
+        lc::write_inspection_json(ck, stats, json);
+        fmt::print("wrote {}\n", json);
+      }
+      return kPass;
     }
     if (*corpus) {
       lc::write_corpus(out, corpus_size, corpus_seed);

@@ -1,0 +1,35 @@
+#pragma once
+// Where the CLI finds its default data: beside its own binary, never in the current directory, so that
+// lenscheck runs the same from anywhere. An installed binary, <prefix>/bin/lenscheck, reads
+// <prefix>/share/lenscheck/. A binary in a build tree reads the marker lenscheck.paths that CMake writes
+// beside it: two lines, the source tree's fixtures/ and the build's generated checkpoints.
+#include <filesystem>
+#include <string>
+
+#include "harness/study_plan.h"
+
+namespace lenscheck::cli {
+
+struct DataPaths {
+  std::filesystem::path data;         // tolerances.yaml, sentences.yaml, studies/, recorded/
+  std::filesystem::path checkpoints;  // the generated bert-mini and planted-sink; empty when installed
+  std::filesystem::path located_from;  // the marker, or the binary itself
+
+  std::filesystem::path tolerances() const { return data / "tolerances.yaml"; }
+  std::filesystem::path sentences() const { return data / "sentences.yaml"; }
+  std::filesystem::path study_plan() const { return data / "studies/norm-weighted-attention.yaml"; }
+  // The default checkpoint of `mutate`; an InputError for an installed lenscheck, which bundles none.
+  std::filesystem::path bert_mini() const;
+  std::string bert_mini_help() const;  // what --help says of that default
+
+  // Returns `file` unchanged; throws an InputError naming it when it is one of these defaults and
+  // missing, so that a broken install or a moved source tree reads as such and not as a typo.
+  std::filesystem::path checked(const std::filesystem::path& file) const;
+};
+
+DataPaths locate_data();
+
+// The checkpoint an audit runs on: --model when given, else the plan's model, which must exist.
+std::filesystem::path study_model(const StudyPlan& plan, const std::string& model_option);
+
+}  // namespace lenscheck::cli
