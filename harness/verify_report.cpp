@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "model/error.h"
@@ -135,6 +139,71 @@ std::string xml_escape(const std::string& s) {
 
 }  // namespace
 
+std::string verify_heat_map(const VerifyResult& r) {
+  // Rows: "embeddings", then each layer; columns: the families, layer index stripped.
+  static const std::regex layer_name(R"(^layer\.(\d+)\.(.*)$)");
+  std::vector<std::string> columns;
+  std::map<std::pair<int, std::string>, const TensorSummary*> cells;
+  int layers = 0;
+  for (const TensorSummary& t : r.gate.tensors) {
+    std::smatch m;
+    int row = -1;
+    std::string column = t.name;
+    if (std::regex_match(t.name, m, layer_name)) {
+      row = std::stoi(m[1]);
+      column = m[2];
+      layers = std::max(layers, row + 1);
+    }
+    if (std::find(columns.begin(), columns.end(), column) == columns.end()) columns.push_back(column);
+    cells[{row, column}] = &t;
+  }
+  const int cell_w = 46, cell_h = 22, left = 90, top = 170, legend = 40;
+  const int width = left + cell_w * int(columns.size()) + 20, height = top + cell_h * (layers + 1) + legend + 20;
+  // Green at 0 through yellow at half the bound to red at the bound; past it, dark red.
+  auto colour = [](double used) {
+    if (!std::isfinite(used) || used > 1) return std::string("#7f0000");
+    const double t = std::clamp(used, 0.0, 1.0);
+    const int red = int(t < 0.5 ? 510 * t : 255), green = int(t < 0.5 ? 200 : 200 * (1 - t) * 2);
+    return fmt::format("#{:02x}{:02x}40", red, green);
+  };
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"10\" y=\"18\" font-size=\"13\">{} vs {} ({} rule): bound used by the worst sentence, per layer and "
+      "tensor</text>\n",
+      width, height, xml_escape(r.gate.candidate), xml_escape(r.gate.reference), rule_name(r.gate.rule));
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const int x = left + int(c) * cell_w + cell_w / 2;
+    s += fmt::format("<text transform=\"translate({},{}) rotate(-60)\">{}</text>\n", x, top - 6, xml_escape(columns[c]));
+  }
+  for (int row = -1; row < layers; ++row) {
+    const int y = top + (row + 1) * cell_h;
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6, y + 15,
+                     row < 0 ? "embeddings" : fmt::format("layer {}", row));
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const auto it = cells.find({row, columns[c]});
+      if (it == cells.end()) continue;
+      const TensorSummary& t = *it->second;
+      const double used = t.problem.empty() ? t.bound_used : std::numeric_limits<double>::infinity();
+      const std::string label = !t.problem.empty() ? "!" : used >= 10 ? ">10" : fmt::format("{:.0f}%", 100 * used);
+      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"white\"><title>{}: "
+                       "{}</title></rect>\n<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\">{}</text>\n",
+                       left + int(c) * cell_w, y, cell_w, cell_h, colour(used), xml_escape(t.name),
+                       xml_escape(t.problem.empty() ? fmt::format("{:.1f} % of the bound at {}", 100 * used, t.worst)
+                                                    : t.problem),
+                       left + int(c) * cell_w + cell_w / 2, y + 15, used > 0.75 ? "white" : "black", label);
+    }
+  }
+  const int ly = top + (layers + 1) * cell_h + 20;
+  for (int i = 0; i <= 10; ++i)
+    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"20\" height=\"12\" fill=\"{}\"/>\n", left + i * 20, ly,
+                     colour(i / 10.0));
+  s += fmt::format("<text x=\"{}\" y=\"{}\">0 %</text><text x=\"{}\" y=\"{}\">100 % of the bound (past it: dark "
+                   "red, the gate fails)</text>\n</svg>\n",
+                   left - 30, ly + 10, left + 11 * 20 + 6, ly + 10);
+  return s;
+}
+
 void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& file) {
   std::string s = fmt::format("# lenscheck verify — {}\n\n", r.pass() ? "PASS" : "FAIL");
   s += fmt::format("- build: `{}`\n- model: `{}` (model.safetensors SHA-256 `{}`)\n"
@@ -152,6 +221,10 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
            : "\nThe absolute rule: |a − b| ≤ atol + rtol·|b|, b the fp32 oracle; NaN and Inf are never close. "
              "\"bound used\" is the worst element's |a − b| / (atol + rtol·|b|): above 100 % fails. "
              "Tokens are written `token@position`.\n\n";
+  std::filesystem::path map = file;
+  map.replace_extension(".svg");
+  write_text_file(map, verify_heat_map(r));
+  s += fmt::format("![bound used per layer and tensor family]({})\n\n", map.filename().string());
   s += summary_section(r.gate);
   s += "## Sentences\n\n| id | tokens | result | first divergence |\n|---|---|---|---|\n";
   for (const SentenceVerdict& v : r.sentences) {

@@ -6,7 +6,12 @@
 
 namespace lenscheck {
 
+// Also writes the heat map of bound used per layer and tensor family beside it (F.md -> F.svg), and
+// links it.
 void write_verify_markdown(const VerifyResult& result, const std::filesystem::path& file);
+// The heat map alone: one cell per layer x tensor family, the share of its bound the worst sentence
+// used (under the derived rule: the error ratio over k), so a failing or nearly failing region shows.
+std::string verify_heat_map(const VerifyResult& result);
 void write_verify_json(const VerifyResult& result, const std::filesystem::path& file);
 void write_verify_junit(const VerifyResult& result, const std::filesystem::path& file);
 

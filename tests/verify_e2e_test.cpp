@@ -113,13 +113,24 @@ TEST(VerifyEndToEnd, APerturbedTraceFailsAndNamesTheTensor) {
   save_trace(perturbed, t);
   const auto junit = dir / "verify.xml";
   r = test::run_cli("verify --model " + quoted(test::bert_mini()) + " --tolerances " + tol +
-                    " --reference " + quoted(perturbed) + " --junit " + quoted(junit));
+                    " --reference " + quoted(perturbed) + " --junit " + quoted(junit) + " --report " +
+                    quoted(dir / "verify.md"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("first divergence at layer.2.attention.probs[h1, nurse@2 → scissors@7]"),
             std::string::npos) << r.output;
   const std::string xml = test::read_file(junit);
   EXPECT_NE(xml.find("failures=\"1\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("name=\"layer.2.attention.probs\"><failure"), std::string::npos) << xml;
+  // The heat map beside the report shows the failing cell, and only it, past its bound.
+  EXPECT_NE(test::read_file(dir / "verify.md").find("](verify.svg)"), std::string::npos);
+  const std::string svg = test::read_file(dir / "verify.svg");
+  const size_t cell = svg.find("<title>layer.2.attention.probs:");
+  ASSERT_NE(cell, std::string::npos) << svg;
+  EXPECT_NE(svg.rfind("fill=\"#7f0000\"", cell), std::string::npos);
+  size_t past_bound = 0;
+  for (size_t at = svg.find("fill=\"#7f0000\" stroke"); at != std::string::npos; at = svg.find("fill=\"#7f0000\" stroke", at + 1))
+    ++past_bound;
+  EXPECT_EQ(past_bound, 1u) << svg;
 }
 
 TEST(VerifyEndToEnd, BadInputExitsWithTwoAndNamesTheFile) {
