@@ -52,10 +52,13 @@ int run_verify(const lc::VerifyResult& r, const std::string& report,
   for (const std::string& n : r.notes) fmt::print(stderr, "note: {}\n", n);
   print_summary(r.gate);
   for (const lc::SentenceVerdict& v : r.sentences)
-    if (const lc::TensorComparison* first = v.gate.first_divergence())
-      fmt::print("sentence {}: first divergence at {}{} ({})\n", v.sentence.id, first->name,
-                 first->worst_label, first->problem.empty() ? fmt::format("{} elements outside tolerance", first->failing) : first->problem);
-    else if (!v.gate.problem.empty())
+    if (const lc::TensorComparison* first = v.gate.first_divergence()) {
+      const std::string why = !first->problem.empty() ? first->problem
+                              : first->derived ? fmt::format("{:.3g}x libtorch's fp32 error, k {:g}",
+                                                             first->derived->ratio, first->tolerance.k)
+                                               : fmt::format("{} elements outside tolerance", first->failing);
+      fmt::print("sentence {}: first divergence at {}{} ({})\n", v.sentence.id, first->name, first->worst_label, why);
+    } else if (!v.gate.problem.empty())
       fmt::print("sentence {}: {}\n", v.sentence.id, v.gate.problem);
   if (!report.empty()) lc::write_verify_markdown(r, report);
   if (!json.empty()) lc::write_verify_json(r, json);

@@ -29,8 +29,8 @@ struct ToleranceSet {
 
 struct Tolerances {
   std::filesystem::path file;
-  // Derived rule: the benchmark error never counts as less than floor · FLT_EPSILON · max |truth|,
-  // so a tensor that libtorch happens to compute exactly does not demand exactness.
+  // Derived rule: the benchmark error (relative, harness/compare.h) never counts as less than
+  // floor · FLT_EPSILON, so a tensor that libtorch happens to compute exactly does not demand exactness.
   double floor = 0;
   ToleranceSet derived;   // k per tensor family: the release gate
   ToleranceSet absolute;  // atol and rtol per tensor family: `verify --absolute`
