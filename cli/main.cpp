@@ -33,8 +33,8 @@ void print_summary(const lc::ComparisonSummary& c) {
   for (const lc::TensorSummary& t : c.families) {
     const std::string measure =
         c.rule == lc::Rule::derived
-            ? fmt::format("{:5.2f}x libtorch's fp32 error at most (median {:4.2f}x, k {:g})", t.max_ratio(),
-                          t.median_ratio(), t.tolerance.k)
+            ? fmt::format("{:5.2f}x libtorch's fp32 error at most (median {:4.2f}x, k {:g})", t.ratios.max(),
+                          t.ratios.median(), t.tolerance.k)
             : fmt::format("max abs {:.3e}  max rel {:.3e}  max ULP {:>6}", t.max_abs, t.max_rel, t.max_ulp);
     fmt::print("  {:<36} {}  bound used {:5.1f} %  {}\n", t.name, measure, 100 * t.bound_used,
                t.pass() ? "pass" : "FAIL " + t.problem);

@@ -33,7 +33,7 @@ void record(std::map<std::string, FamilyRatios>& families, const TraceComparison
   for (const TensorComparison& t : c.tensors)
     if (t.derived) {
       FamilyRatios& f = families[family_of(t.name)];
-      f.ratios.push_back(t.derived->ratio);
+      f.ratios.values.push_back(t.derived->ratio);
       if (t.derived->benchmark_error < t.derived->floor) ++f.floored;
     }
 }
@@ -147,15 +147,6 @@ const std::vector<GradedFault>& graded_faults() {
   return all;
 }
 
-double FamilyRatios::max() const { return ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end()); }
-
-double FamilyRatios::quantile(double q) const {
-  if (ratios.empty()) return 0;
-  std::vector<double> sorted = ratios;
-  std::sort(sorted.begin(), sorted.end());
-  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * double(sorted.size())))];
-}
-
 size_t CalibrationResult::false_alarms() const {
   size_t n = 0;
   for (const SweepResult& s : sweep) n += !s.pass;
@@ -266,8 +257,8 @@ std::string families_table(const std::map<std::string, FamilyRatios>& families) 
   std::string s = "| tensor family | tensors | worst ratio | 99th percentile | median | floor binding |\n"
                   "|---|---|---|---|---|---|\n";
   for (const auto& [name, f] : families)
-    s += fmt::format("| `{}` | {} | {:.2f}× | {:.2f}× | {:.2f}× | {} |\n", name, f.ratios.size(), f.max(),
-                     f.quantile(0.99), f.quantile(0.5), f.floored);
+    s += fmt::format("| `{}` | {} | {:.2f}× | {:.2f}× | {:.2f}× | {} |\n", name, f.ratios.values.size(),
+                     f.ratios.max(), f.ratios.quantile(0.99), f.ratios.quantile(0.5), f.floored);
   return s;
 }
 
@@ -353,8 +344,8 @@ void write_calibration_json(const CalibrationResult& r, const std::filesystem::p
   auto families = [](const std::map<std::string, FamilyRatios>& fs) {
     nlohmann::ordered_json out = nlohmann::ordered_json::object();
     for (const auto& [name, f] : fs)
-      out[name] = {{"tensors", f.ratios.size()}, {"max", f.max()}, {"p99", f.quantile(0.99)},
-                   {"median", f.quantile(0.5)}, {"floor_binding", f.floored}};
+      out[name] = {{"tensors", f.ratios.values.size()}, {"max", f.ratios.max()},
+                   {"p99", f.ratios.quantile(0.99)}, {"median", f.ratios.quantile(0.5)}, {"floor_binding", f.floored}};
     return out;
   };
   j["sweep"] = {{"models", r.sweep.size()}, {"seed", r.options.seed}, {"seconds", r.sweep_seconds},

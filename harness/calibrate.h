@@ -12,6 +12,7 @@
 #include "harness/fixture.h"
 #include "harness/sentences.h"
 #include "harness/tolerances.h"
+#include "harness/verify.h"
 #include "model/checkpoint.h"
 #include "model/tokenizer.h"
 
@@ -51,10 +52,8 @@ struct CalibrationOptions {
 
 // Error ratios seen for one tensor family, over models (or sentences) and layers.
 struct FamilyRatios {
-  std::vector<double> ratios;
-  size_t floored = 0;  // tensors whose libtorch error was below the floor
-  double max() const;
-  double quantile(double q) const;
+  Ratios ratios;
+  size_t floored = 0;  // tensors whose benchmark error was below the floor
 };
 
 struct SweepResult {

@@ -4,8 +4,8 @@
 
 #include <cfloat>
 #include <cmath>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -67,8 +67,9 @@ std::string shape_string(const std::vector<int64_t>& s) { return fmt::format("[{
 
 // The checks both rules share: a rule applies, every side holds the tensor, in the schema's shape.
 // Returns the comparison with `problem` set when the values cannot be compared.
-TensorComparison prepare(const TensorSpec& spec, const ToleranceSet& rules,
-                         std::initializer_list<std::pair<const char*, const Tensor*>> sides) {
+// The first side is the candidate.
+using Sides = std::vector<std::pair<std::string, const Tensor*>>;
+TensorComparison prepare(const TensorSpec& spec, const ToleranceSet& rules, const Sides& sides) {
   TensorComparison c;
   c.name = spec.name;
   if (const Tolerance* t = rules.match(spec.name)) c.tolerance = *t;
@@ -82,7 +83,7 @@ TensorComparison prepare(const TensorSpec& spec, const ToleranceSet& rules,
                               shape_string(spec.shape));
       return c;
     }
-  c.elements = sides.begin()->second->numel();
+  c.elements = sides.front().second->numel();
   if (c.elements == 0) c.problem = "tensor has no elements";
   return c;
 }
@@ -135,28 +136,20 @@ TensorComparison compare_absolute(const TensorSpec& spec, const Tensor* cand, co
   return c;
 }
 
-double rms_of(const Tensor& t) {
-  double square_sum = 0;
-  for (double v : t.values) square_sum += v * v;
-  return t.values.empty() ? 0.0 : std::sqrt(square_sum / double(t.numel()));
+double sum_of_squares(const Tensor& t) {
+  double sum = 0;
+  for (double v : t.values) sum += v * v;
+  return sum;
 }
 
-TensorComparison compare_to_truth(const TensorSpec& spec, const Tensor* cand,
-                                  const std::vector<std::pair<std::string, const Tensor*>>& benches,
-                                  const Tensor* truth, double trace_rms, const Tolerances& tolerances,
-                                  const Trace& reference) {
-  TensorComparison c = prepare(spec, tolerances.derived, {{"candidate", cand}, {"fp64 oracle", truth}});
-  for (const auto& [side, bench] : benches) {
-    if (!c.problem.empty()) return c;
-    if (!bench) c.problem = fmt::format("missing from the {} trace", side);
-    else if (bench->shape != spec.shape)
-      c.problem = fmt::format("shape {} in the {} trace, expected {}", shape_string(bench->shape), side,
-                              shape_string(spec.shape));
-  }
+// `sides`: the candidate, the fp64 truth, then the benchmarks.
+TensorComparison compare_to_truth(const TensorSpec& spec, const Sides& sides, double trace_rms,
+                                  const Tolerances& tolerances, const Trace& reference) {
+  TensorComparison c = prepare(spec, tolerances.derived, sides);
   if (!c.problem.empty()) return c;
+  const Tensor *cand = sides[0].second, *truth = sides[1].second;
+  const Sides references(sides.begin() + 1, sides.end());
   // The truth and the benchmarks must be finite, or there is nothing to measure the candidate by.
-  std::vector<std::pair<std::string, const Tensor*>> references = benches;
-  references.insert(references.begin(), {"fp64 oracle", truth});
   for (const auto& [side, t] : references)
     for (double v : t->values)
       if (!std::isfinite(v)) {
@@ -171,7 +164,7 @@ TensorComparison compare_to_truth(const TensorSpec& spec, const Tensor* cand,
   // The tensor's scale is the truth's; where the truth is zero throughout (a GELU layer whose inputs
   // are all far below zero) the whole truth trace's, never the candidate's, whose garbage would set
   // its own scale.
-  double rms = rms_of(*truth);
+  double rms = std::sqrt(sum_of_squares(*truth) / double(c.elements));
   if (rms == 0) rms = trace_rms;
   auto weighed_rms = [&](const Tensor& t) {
     double sum = 0;
@@ -186,7 +179,8 @@ TensorComparison compare_to_truth(const TensorSpec& spec, const Tensor* cand,
   ErrorRatio e;
   const bool finite = measure(c, *cand, *truth, spec, reference);
   e.candidate_error = finite ? weighed_rms(*cand) : std::numeric_limits<double>::infinity();
-  for (const auto& [side, bench] : benches) e.benchmark_error = std::max(e.benchmark_error, weighed_rms(*bench));
+  for (auto bench = references.begin() + 1; bench != references.end(); ++bench)
+    e.benchmark_error = std::max(e.benchmark_error, weighed_rms(*bench->second));
   e.floor = rms > 0 ? tolerances.floor * FLT_EPSILON : 0.0;
   const double allowed = std::max(e.benchmark_error, e.floor);
   e.ratio = allowed > 0 ? e.candidate_error / allowed
@@ -243,16 +237,15 @@ TraceComparison compare_derived(const Trace& candidate, const std::vector<const 
   double square_sum = 0;
   size_t count = 0;
   for (const auto& [name, t] : truth.tensors) {
-    for (double v : t.values) square_sum += v * v;
+    square_sum += sum_of_squares(t);
     count += t.numel();
   }
   const double trace_rms = count ? std::sqrt(square_sum / double(count)) : 0.0;
   return compare_schema(all, config, [&](const TensorSpec& spec) {
-    std::vector<std::pair<std::string, const Tensor*>> benches;
+    Sides sides = {{"candidate", candidate.find(spec.name)}, {"fp64 oracle", truth.find(spec.name)}};
     for (const Trace* b : benchmarks)
-      benches.emplace_back(b->producer.empty() ? "benchmark" : b->producer, b->find(spec.name));
-    return compare_to_truth(spec, candidate.find(spec.name), benches, truth.find(spec.name), trace_rms, tolerances,
-                            truth);
+      sides.emplace_back(b->producer.empty() ? "benchmark" : b->producer, b->find(spec.name));
+    return compare_to_truth(spec, sides, trace_rms, tolerances, truth);
   });
 }
 

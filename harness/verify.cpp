@@ -26,16 +26,21 @@ std::string family_of(const std::string& name) {
 
 std::string rule_name(Rule rule) { return rule == Rule::derived ? "derived" : "absolute"; }
 
-double TensorSummary::max_ratio() const {
-  return ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end());
-}
+double Ratios::max() const { return values.empty() ? 0.0 : *std::max_element(values.begin(), values.end()); }
 
-double TensorSummary::median_ratio() const {
-  if (ratios.empty()) return 0;
-  std::vector<double> sorted = ratios;
+double Ratios::median() const {
+  if (values.empty()) return 0;
+  std::vector<double> sorted = values;
   std::sort(sorted.begin(), sorted.end());
   const size_t n = sorted.size();
   return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+double Ratios::quantile(double q) const {
+  if (values.empty()) return 0;
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * double(sorted.size())))];
 }
 
 bool ComparisonSummary::pass() const {
@@ -68,7 +73,7 @@ void merge(TensorSummary& into, const TensorComparison& c, const std::string& se
   into.max_rel = std::max(into.max_rel, c.max_rel);
   into.max_ulp = std::max(into.max_ulp, c.max_ulp);
   if (c.derived) {
-    into.ratios.push_back(c.derived->ratio);
+    into.ratios.values.push_back(c.derived->ratio);
     into.candidate_error = std::max(into.candidate_error, c.derived->candidate_error);
     into.benchmark_error = std::max(into.benchmark_error, c.derived->benchmark_error);
   }
@@ -100,10 +105,6 @@ VerifyResult header(const Checkpoint& ck, const std::filesystem::path& sentences
                         : "rule: absolute (atol, rtol against the fp32 oracle), as asked by --absolute");
   return r;
 }
-
-}  // namespace
-
-namespace {
 
 // Every parameter moved one float step, up or down as `seed` draws.
 BertWeights rounding_perturbed(const BertConfig& config, const BertWeights& weights, uint64_t seed) {

@@ -14,6 +14,14 @@
 
 namespace lenscheck {
 
+// Error ratios of the derived rule, gathered over sentences, layers or models.
+struct Ratios {
+  std::vector<double> values;
+  double max() const;
+  double median() const;             // the mean of the middle two of an even count
+  double quantile(double q) const;   // the value at rank q * count, rounded down
+};
+
 // One tensor name over every sentence of a comparison.
 struct TensorSummary {
   std::string name;
@@ -24,10 +32,8 @@ struct TensorSummary {
   uint64_t max_ulp = 0;
   // Derived rule: the error ratio of every tensor compared (sentences, and layers in a family), and
   // the largest errors of candidate and benchmark against the truth.
-  std::vector<double> ratios;
+  Ratios ratios;
   double candidate_error = 0, benchmark_error = 0;
-  double max_ratio() const;
-  double median_ratio() const;
   std::string worst;    // "sentence-id layer.2.attention.probs[h1, the@1 → scissors@7]"
   std::string problem;  // first problem seen, if any
   bool pass() const { return failed == 0 && compared > 0 && problem.empty(); }

@@ -42,7 +42,7 @@ std::string summary_table(const ComparisonSummary& c, const std::vector<TensorSu
                     "bound used | worst element | result |\n|---|---|---|---|---|---|---|---|---|\n", c.candidate);
     for (const TensorSummary& t : rows)
       s += fmt::format("| `{}` | **{:.2f}×** | {:.2f}× | {:g} | {:.3e} | {:.3e} | {:.1f} % | {} | {} |\n", t.name,
-                       t.max_ratio(), t.median_ratio(), t.tolerance.k, t.candidate_error, t.benchmark_error,
+                       t.ratios.max(), t.ratios.median(), t.tolerance.k, t.candidate_error, t.benchmark_error,
                        100 * t.bound_used, t.worst, result_text(t));
     return s;
   }
@@ -74,7 +74,7 @@ nlohmann::ordered_json summary_json(const ComparisonSummary& c) {
     for (const TensorSummary& t : *list) {
       nlohmann::ordered_json row = {{"name", t.name}, {"pattern", t.tolerance.pattern}};
       if (c.rule == Rule::derived)
-        row.update({{"k", t.tolerance.k}, {"max_error_ratio", t.max_ratio()}, {"median_error_ratio", t.median_ratio()},
+        row.update({{"k", t.tolerance.k}, {"max_error_ratio", t.ratios.max()}, {"median_error_ratio", t.ratios.median()},
                     {"candidate_error", t.candidate_error}, {"benchmark_error", t.benchmark_error}});
       else
         row.update({{"atol", t.tolerance.atol}, {"rtol", t.tolerance.rtol}});
