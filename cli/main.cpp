@@ -305,7 +305,6 @@ int main(int argc, char** argv) {
     if (*make) {
       fixture.out = out;
       fixture.vocab_json = vocab_json;
-      if (fixture.tiny && fixture.bert_base) throw lc::InputError("--bert-base", "--tiny and --bert-base exclude each other");
       lc::make_fixture(fixture);
       fmt::print("wrote {}\n", out);
       return kPass;

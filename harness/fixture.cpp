@@ -4,6 +4,7 @@
 
 #include "harness/planted.h"
 #include "harness/verify_report.h"
+#include "model/error.h"
 #include "model/safetensors.h"
 
 namespace lenscheck {
@@ -17,7 +18,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 BertConfig fixture_config(const FixtureOptions& o, int vocab_size) {
-  if (o.tiny && o.bert_base) throw std::invalid_argument("--tiny and --bert-base exclude each other");
   BertConfig c;
   c.hidden_size = o.tiny ? 32 : o.bert_base ? 768 : 256;
   c.num_hidden_layers = o.tiny ? 2 : o.bert_base ? 12 : 4;
@@ -57,6 +57,7 @@ BertWeights generated_weights(const BertConfig& config, uint64_t seed, const Wei
 }
 
 void make_fixture(const FixtureOptions& o) {
+  if (o.tiny && o.bert_base) throw InputError("--bert-base", "--tiny and --bert-base exclude each other");
   const std::vector<std::string> tokens = vocab_from_sentencepiece_marking(o.vocab_json);
   const Vocab vocab = Vocab::from_tokens(tokens, o.vocab_json);  // validates the conversion
   const int vocab_size = static_cast<int>(vocab.size());

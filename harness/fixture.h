@@ -42,6 +42,7 @@ struct FixtureOptions {
 // BERT-mini's shape (4 layers, hidden 256, 4 heads, intermediate 1024), BERT-base's, or the tiny one.
 BertConfig fixture_config(const FixtureOptions& options, int vocab_size);
 
+// --tiny with --bert-base is an InputError, raised before anything is read.
 void make_fixture(const FixtureOptions& options);
 
 }  // namespace lenscheck
