@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli/arguments.h"
@@ -121,9 +122,11 @@ int main(int argc, char** argv) {
   merge->add_option("partials", partials, "one partial per shard")->required();
 
   std::string only, mutate_plan = data.study_plan();
+  std::vector<std::string> mutate_models;
   bool list = false;
   auto* mutate = app.add_subcommand("mutate", "run the mutation catalogue: metric cases and runtime faults");
-  mutate->add_option("--model", model_dir, "checkpoint directory (" + data.bert_mini_help() + ")");
+  mutate->add_option("--model", mutate_models,
+                     "checkpoint directory, repeatable: one report over all (" + data.bert_mini_help() + ")");
   mutate->add_option("--sentences", sentences, "sentences YAML")->capture_default_str();
   mutate->add_option("--tolerances", tolerances, "tolerances YAML")->capture_default_str();
   mutate->add_option("--plan", mutate_plan, "study plan whose recorded numbers check the rows")->capture_default_str();
@@ -172,6 +175,9 @@ int main(int argc, char** argv) {
   make->add_flag("--float64", fixture.float64, "store weights as F64");
   make->add_flag("--planted-sink", fixture.planted_sink,
                  "constructed weights whose [CLS]/[SEP] sink and value norms are known");
+  make->add_flag("--saturated-sink", fixture.saturated_sink,
+                 "the same construction with saturated sinks: scores up to 120 (past fp32's exp range), "
+                 "content attention exactly 0 in fp32, sink value norms 0-0.1");
 
   try {
     const lc::cli::Arguments arguments(argc, argv);
@@ -244,32 +250,38 @@ int main(int argc, char** argv) {
         for (const lc::mutation::Case* c : lc::mutation::sorted_catalogue())
           fmt::print("{:<28} {:<14} {}{}\n", c->name,
                      c->kind == lc::mutation::Kind::metric ? "metric" : "implementation", c->description,
-                     c->equivalent_because.empty() ? "" : " [declared equivalent]");
+                     c->equivalence ? " [equivalence decided per model]" : "");
         return kPass;
       }
-      const lc::Checkpoint ck =
-          lc::load_checkpoint(model_dir.empty() ? data.bert_mini() : std::filesystem::path(model_dir));
+      if (mutate_models.empty()) mutate_models.push_back(data.bert_mini().string());
       const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
       const auto list_of_sentences = lc::load_sentences(data.checked(sentences));
       const lc::StudyPlan plan = lc::load_study_plan(data.checked(mutate_plan));
       const lc::Checkpoint plan_ck = lc::load_checkpoint(lc::cli::study_model(plan, ""));
-      lc::mutation::MutateResult r;
-      try {
-        r = lc::mutation::run_mutations({ck, list_of_sentences, sentences, tol, plan, plan_ck, only, threads});
-      } catch (const std::invalid_argument& e) {
-        throw lc::InputError("--only", e.what());
+      std::vector<lc::mutation::MutateResult> results;
+      for (const std::string& dir : mutate_models) {
+        const lc::Checkpoint ck = lc::load_checkpoint(dir);
+        try {
+          results.push_back(lc::mutation::run_mutations({ck, list_of_sentences, sentences, tol, plan, plan_ck, only, threads}));
+        } catch (const std::invalid_argument& e) {
+          throw lc::InputError("--only", e.what());
+        }
+        const lc::mutation::MutateResult& r = results.back();
+        if (mutate_models.size() > 1) fmt::print("model {}\n", dir);
+        for (const lc::mutation::CaseResult& c : r.cases)
+          fmt::print("{:<28} {:<34} {}{}\n", c.mutation->name, c.ok() ? c.status() : c.status() + "  <-- ",
+                     c.outcome.evidence, c.mutation->equivalence ? " [" + c.equivalence.why + "]" : "");
+        fmt::print("mutation score {}/{} ordinary mutants killed, {} equivalent here, {} borderline; {:.2f} s (set-up {:.2f} s)\n",
+                   r.killed(), r.non_equivalent(), r.with(lc::mutation::Equivalence::Verdict::equivalent),
+                   r.with(lc::mutation::Equivalence::Verdict::borderline), r.total_seconds, r.setup_seconds);
       }
-      for (const lc::mutation::CaseResult& c : r.cases)
-        fmt::print("{:<28} {:<34} {}\n", c.mutation->name, c.ok() ? c.status() : c.status() + "  <-- ",
-                   c.outcome.evidence);
-      fmt::print("mutation score {}/{} non-equivalent mutants killed; {:.2f} s (set-up {:.2f} s)\n", r.killed(),
-                 r.non_equivalent(), r.total_seconds, r.setup_seconds);
-      if (!report.empty()) lc::mutation::write_mutate_markdown(r, report);
-      if (!json.empty()) lc::mutation::write_mutate_json(r, json);
+      if (!report.empty()) lc::mutation::write_mutate_markdown(results, report);
+      if (!json.empty()) lc::mutation::write_mutate_json(results, json);
       for (const std::string& f : {report, json})
         if (!f.empty()) fmt::print("wrote {}\n", f);
-      fmt::print("mutate: {}\n", r.pass() ? "PASS" : "FAIL");
-      return r.pass() ? kPass : kFail;
+      const bool pass = std::all_of(results.begin(), results.end(), [](const auto& r) { return r.pass(); });
+      fmt::print("mutate: {}\n", pass ? "PASS" : "FAIL");
+      return pass ? kPass : kFail;
     }
     if (*calibrate) {
       const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
@@ -312,6 +324,9 @@ int main(int argc, char** argv) {
   } catch (const lc::InputError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kBadInput;
+  } catch (const lc::NonFiniteError& e) {
+    fmt::print(stderr, "gate failure: {}\n", e.what());
+    return kFail;
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "error: out of memory (the model, or the oracles that judge it, do not fit)\n");
     return kBadInput;

@@ -30,6 +30,19 @@ const int64_t kHighestRatioBucket = int64_t(std::floor(std::log(1e9) / kLogGamma
 const int64_t kZeroRatioBucket = kLowestRatioBucket - 1;
 const int64_t kShareBuckets = int64_t(std::lround(1 / Histogram::kShareWidth));
 
+// A NaN or Inf lens weight is a gate failure, not a row without weight: it stops the audit, named.
+void require_finite_lenses(const Trace& trace, const std::vector<Lens>& lenses, int layers, const std::string& sentence) {
+  for (Lens lens : lenses)
+    for (int l = 0; l < layers; ++l) {
+      const std::string name = lens_tensor(lens, l);
+      const Tensor& t = *trace.find(name);
+      for (size_t i = 0; i < t.values.size(); ++i)
+        if (!std::isfinite(t.values[i]))
+          throw NonFiniteError(fmt::format("sentence {}: {} holds {} at element {}: the runtime's lens is not a "
+                                           "number, a gate failure", sentence, name, t.values[i], i));
+    }
+}
+
 }  // namespace
 
 void RowMax::offer(double v, const AuditRow& row, double baseline_share, double lens_share) {
@@ -200,6 +213,7 @@ void AuditTally::finish(AuditResult& r) const {
       case Stat::heads_kept_fraction:
         v = s.rows ? static_cast<double>(s.kept_head) / static_cast<double>(s.rows) : 0;
         break;
+      case Stat::undefined_rows: v = static_cast<double>(s.undefined); break;
     }
     r.criteria.push_back({c, v, c.above ? v > *c.above : v < *c.below});
   }
@@ -330,6 +344,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
       const Sentence& s = sentences[i];
       const Encoding enc = encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), plan.sentences);
       const Trace trace = encoder.forward(enc, Record::instrument);
+      require_finite_lenses(trace, plan.lenses, L, s.id);
       const WordLayout layout = WordLayout::of(trace);
       for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
         AuditRow row{s.id, w, enc.words, {}, ordinals[i]};

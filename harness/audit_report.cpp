@@ -108,6 +108,7 @@ std::string audit_conclusion(const AuditResult& r) {
                               pct(base.worst.value), base.worst.where);
   for (size_t li = 1; li < r.stats.size(); ++li) {
     const LensStats& l = r.stats[li];
+    if (l.undefined == l.rows) continue;  // said below, with the undefined rows of every lens
     const double factor = base.median > 0 ? l.median / base.median : 0;
     s += fmt::format(" Under {} the median falls to {} ({:.2f}× the baseline), {} rows still sink more than half "
                      "and {} more than 90 % (worst {}, {}); {} rows got worse{}, and {} of {} rows keep their head.",
@@ -122,6 +123,11 @@ std::string audit_conclusion(const AuditResult& r) {
                              : "",
                      l.kept_head, l.rows);
   }
+  for (const LensStats& l : r.stats)
+    if (l.undefined)
+      s += fmt::format(" Under {} {} of {} rows carry no weight at all (every weight of the row is 0 in fp32): "
+                       "they have no sink share, are counted in no median or maximum, and are reported as undefined{}.",
+                       lens_name(l.lens), l.undefined, l.rows, l.undefined == l.rows ? "; no row is left to show" : "");
   s += fmt::format(" [CLS] carries {:.2f}× and [SEP] {:.2f}× the value norm of a mean content token (median over "
                    "{} sentence × head pairs; {} and {} of them below 1.0).",
                    r.cls_value.median, r.sep_value.median, r.cls_value.count, r.cls_value.below_one,
@@ -162,8 +168,10 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
   for (const LensStats& l : r.stats) {
     const Published p = published(l.lens);
     const bool base = l.lens == r.plan.baseline, worse = !base && l.worse > 0;
-    md += fmt::format("| {} | {} | {} ({}) | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} / {} / {} |\n", lens_name(l.lens),
-                      pct(l.median), pct(l.worst.value), l.worst.where, l.above_50, l.above_90,
+    const bool none_defined = l.undefined == l.rows;  // no median, no worst row: nothing to show
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} / {} / {} |\n", lens_name(l.lens),
+                      none_defined ? "— (no defined row)" : pct(l.median),
+                      none_defined ? "—" : fmt::format("{} ({})", pct(l.worst.value), l.worst.where), l.above_50, l.above_90,
                       base ? "—" : std::to_string(l.worse), worse ? points_worsening(l) : "—",
                       worse ? relative_worsening(l) : "—", l.kept_head, l.rows, l.undefined, p.median, p.worst,
                       p.above_50, p.above_90);

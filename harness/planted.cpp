@@ -36,6 +36,12 @@ double dot(const std::vector<int8_t>& a, const std::vector<int8_t>& b) {
   return s;
 }
 
+// κ0, the W_O gain of the specials' value dimension: ‖f(x)‖ / ‖v‖ of the specials over √D. A sink
+// that carries no value (ρ = 0) has no f(x) either, whatever κ0; then κ0 = κ1.
+double special_output_gain(const PlantedHead& h, double sqrtD) {
+  return h.value_ratio > 0 ? h.transformed_ratio / (h.value_ratio * sqrtD) : 1.0 / sqrtD;
+}
+
 Param zeros(std::vector<int64_t> shape) {
   size_t n = 1;
   for (int64_t d : shape) n *= size_t(d);
@@ -58,16 +64,22 @@ BertConfig planted_config(int vocab_size) {
   return c;
 }
 
-PlantedSink::PlantedSink(const BertConfig& config, uint64_t seed) : config_(config), seed_(seed) {
+PlantedSink::PlantedSink(const BertConfig& config, uint64_t seed, SinkHeads heads) : config_(config), seed_(seed) {
   if (config.num_hidden_layers != 4 || config.num_attention_heads != 4 || config.hidden_size % 4 != 0 ||
       config.head_dim() < 3)
     throw std::invalid_argument("the planted heads are laid out for 4 layers x 4 heads");
   // σ, γ, ρ, ρ_f per layer and head: sinks from none (σ = 0) to strong (σ = 5), value ratios
   // around 0.6, as on a small trained BERT.
-  heads_ = {{{3.5, 1.00, 0.50, 0.55}, {4.0, 1.25, 0.70, 0.75}, {5.0, 0.75, 0.60, 0.65}, {4.5, 1.50, 0.80, 0.85}},
-            {{4.5, 1.00, 0.60, 0.70}, {3.0, 1.25, 0.40, 0.45}, {4.0, 1.50, 0.90, 0.95}, {5.5, 0.75, 0.60, 0.60}},
-            {{5.5, 1.25, 0.55, 0.60}, {3.5, 1.00, 0.65, 0.70}, {4.5, 1.50, 0.70, 0.80}, {4.0, 0.75, 0.50, 0.55}},
-            {{4.0, 1.25, 0.60, 0.65}, {6.0, 1.00, 0.75, 0.80}, {3.0, 1.50, 0.50, 0.55}, {5.0, 1.25, 0.65, 0.70}}};
+  if (heads == SinkHeads::planted)
+    heads_ = {{{3.5, 1.00, 0.50, 0.55}, {4.0, 1.25, 0.70, 0.75}, {5.0, 0.75, 0.60, 0.65}, {4.5, 1.50, 0.80, 0.85}},
+              {{4.5, 1.00, 0.60, 0.70}, {3.0, 1.25, 0.40, 0.45}, {4.0, 1.50, 0.90, 0.95}, {5.5, 0.75, 0.60, 0.60}},
+              {{5.5, 1.25, 0.55, 0.60}, {3.5, 1.00, 0.65, 0.70}, {4.5, 1.50, 0.70, 0.80}, {4.0, 0.75, 0.50, 0.55}},
+              {{4.0, 1.25, 0.60, 0.65}, {6.0, 1.00, 0.75, 0.80}, {3.0, 1.50, 0.50, 0.55}, {5.0, 1.25, 0.65, 0.70}}};
+  else  // Saturated: content attention exp(-σ) below fp32's smallest subnormal (e^-103.3) at σ ≥ 110.
+    heads_ = {{{120, 1.00, 0.00, 0.00}, {30, 1.25, 0.02, 0.025}, {12, 1.00, 0.05, 0.06}, {3.0, 1.50, 0.60, 0.65}},
+              {{100, 1.00, 0.01, 0.012}, {20, 1.25, 0.03, 0.035}, {8.0, 1.50, 0.10, 0.12}, {0.0, 1.00, 0.60, 0.60}},
+              {{95, 0.75, 0.02, 0.02}, {16, 1.00, 0.04, 0.05}, {6.0, 1.25, 0.20, 0.25}, {2.0, 1.50, 0.60, 0.70}},
+              {{110, 1.25, 0.005, 0.006}, {25, 1.00, 0.02, 0.03}, {10, 1.50, 0.08, 0.10}, {4.0, 1.00, 0.50, 0.55}}};
 }
 
 std::vector<int8_t> PlantedSink::embedding(int64_t token, int cls_id, int sep_id) const {
@@ -121,7 +133,7 @@ BertWeights PlantedSink::weights(int cls_id, int sep_id) const {
       L.value_b.values[size_t(base + 1)] = 1.0f;
       row(L.value_w, base + 2, m, kContentValueSpread / double(D));
       // W_O: every column of the head's first three dimensions constant, κ = (κ0, κ1, κ1/2).
-      const double k1 = 1.0 / sqrtD, k0 = ph.transformed_ratio / (ph.value_ratio * sqrtD);
+      const double k1 = 1.0 / sqrtD, k0 = special_output_gain(ph, sqrtD);
       for (int64_t o = 0; o < D; ++o) {
         L.attention_out_w.values[size_t(o * D + base)] = float(k0);
         L.attention_out_w.values[size_t(o * D + base + 1)] = float(k1);
@@ -164,7 +176,7 @@ PlantedSink::Answer PlantedSink::answer(const std::vector<int64_t>& ids, int cls
     }
     for (size_t j = 0; j < T; ++j) a.attention[i * T + j] /= sum;
   }
-  const double k1 = 1.0 / sqrtD, k0 = ph.transformed_ratio / (ph.value_ratio * sqrtD);
+  const double k1 = 1.0 / sqrtD, k0 = special_output_gain(ph, sqrtD);
   for (size_t j = 0; j < T; ++j) {
     if (special(j)) {
       a.value_norm.push_back(ph.value_ratio);

@@ -13,6 +13,13 @@
 //   f(x_j)   = (κ·v_j)·1 through W_O, so ‖f(x_j)‖ = √D·|κ·v_j|
 // with p, r, m balanced ±1 vectors of their own. b_O is a multiple of 1 too, and non-zero, so that
 // including it in f(x) would show.
+//
+// Two sets of heads: the planted ones (sinks of σ = 0 … 6, value ratios about 0.6, as on a small
+// trained BERT) and saturated ones, as trained BERTs also have (Clark et al. 2019: heads that put
+// nearly all of a row on [SEP]; Kobayashi et al. 2020: sinks whose ‖v‖ is near zero): σ up to 120, so
+// that scores pass fp32's exp range (88.7) and content attention rounds to exactly 0 in fp32, and
+// value ratios from 0 (layer 0, head 0: the sink carries nothing, its norm-weighted rows no weight at
+// all) to 0.1 beside a soft head per layer.
 #include <cstdint>
 #include <vector>
 
@@ -27,9 +34,11 @@ struct PlantedHead {
   double transformed_ratio;  // the same ratio for ‖f(x)‖
 };
 
+enum class SinkHeads { planted, saturated };
+
 class PlantedSink {
  public:
-  PlantedSink(const BertConfig& config, uint64_t seed);  // the bundled heads, seeded directions
+  PlantedSink(const BertConfig& config, uint64_t seed, SinkHeads heads = SinkHeads::planted);  // seeded directions
 
   const BertConfig& config() const { return config_; }
   const PlantedHead& head(int layer, int h) const { return heads_[size_t(layer)][size_t(h)]; }

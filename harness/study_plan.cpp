@@ -12,7 +12,8 @@ namespace {
 
 constexpr Stat kStats[] = {Stat::median_sink_share,        Stat::worst_row_sink_share,
                            Stat::rows_with_sink_above,     Stat::rows_worse_than_baseline,
-                           Stat::largest_relative_worsening, Stat::heads_kept_fraction};
+                           Stat::largest_relative_worsening, Stat::heads_kept_fraction,
+                           Stat::undefined_rows};
 
 Lens read_lens(const std::filesystem::path& file, const YAML::Node& node) {
   try {
@@ -37,6 +38,7 @@ const char* stat_name(Stat stat) {
     case Stat::rows_worse_than_baseline: return "rows_worse_than_baseline";
     case Stat::largest_relative_worsening: return "largest_relative_worsening";
     case Stat::heads_kept_fraction: return "heads_kept_fraction";
+    case Stat::undefined_rows: return "undefined_rows";
   }
   return "?";
 }

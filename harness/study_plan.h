@@ -18,6 +18,7 @@ enum class Stat {
   rows_worse_than_baseline,
   largest_relative_worsening,
   heads_kept_fraction,
+  undefined_rows,              // rows with no weight at all under the lens: no sink share to show
 };
 const char* stat_name(Stat stat);
 

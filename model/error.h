@@ -18,4 +18,11 @@ class InputError : public std::runtime_error {
   std::string problem_;
 };
 
+// A NaN or Inf where the gate needs a number (a lens weight, a row total): a gate failure, never bad
+// input and never an undefined row. The CLI turns it into exit code 1, with what and where.
+class NonFiniteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace lenscheck

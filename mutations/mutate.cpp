@@ -21,31 +21,43 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-bool equivalent(const Case& c) { return !c.equivalent_because.empty(); }
+using Verdict = Equivalence::Verdict;
 
 }  // namespace
 
 bool CaseResult::ok() const {
-  return equivalent(*mutation) ? !outcome.caught : outcome.caught;
+  if (mutation->kind == Kind::metric) return outcome.caught;
+  switch (equivalence.verdict) {
+    case Verdict::ordinary: return outcome.caught;
+    case Verdict::equivalent: return !outcome.caught;
+    case Verdict::borderline: return true;
+  }
+  return false;
 }
 
 std::string CaseResult::status() const {
   if (mutation->kind == Kind::metric) return outcome.caught ? "holds" : "FAILS";
-  if (equivalent(*mutation)) return outcome.caught ? "KILLED though declared equivalent" : "equivalent";
-  return outcome.caught ? "killed" : "SURVIVED";
+  switch (equivalence.verdict) {
+    case Verdict::ordinary: return outcome.caught ? "killed" : "SURVIVED";
+    case Verdict::equivalent: return outcome.caught ? "KILLED though equivalent here" : "equivalent";
+    case Verdict::borderline: return outcome.caught ? "borderline: killed" : "borderline: survived";
+  }
+  return "?";
+}
+
+size_t MutateResult::with(Verdict verdict) const {
+  return size_t(std::count_if(cases.begin(), cases.end(), [&](const CaseResult& r) {
+    return r.mutation->kind == Kind::implementation && r.equivalence.verdict == verdict;
+  }));
 }
 
 size_t MutateResult::killed() const {
   return size_t(std::count_if(cases.begin(), cases.end(), [](const CaseResult& r) {
-    return r.mutation->kind == Kind::implementation && !equivalent(*r.mutation) && r.outcome.caught;
+    return r.mutation->kind == Kind::implementation && r.equivalence.verdict == Verdict::ordinary && r.outcome.caught;
   }));
 }
 
-size_t MutateResult::non_equivalent() const {
-  return size_t(std::count_if(cases.begin(), cases.end(), [](const CaseResult& r) {
-    return r.mutation->kind == Kind::implementation && !equivalent(*r.mutation);
-  }));
-}
+size_t MutateResult::non_equivalent() const { return with(Verdict::ordinary); }
 
 bool MutateResult::pass() const {
   return !cases.empty() && std::all_of(cases.begin(), cases.end(), [](const CaseResult& r) { return r.ok(); });
@@ -94,59 +106,110 @@ MutateResult run_mutations(const MutateInputs& in) {
   r.cases.resize(cases.size());
   parallel_for(cases.size(), in.threads, [&](size_t i) {
     const auto t0 = std::chrono::steady_clock::now();
-    r.cases[i] = {cases[i], cases[i]->run(ctx), 0};
+    const Equivalence equivalence = cases[i]->equivalence ? cases[i]->equivalence(ctx) : Equivalence{};
+    r.cases[i] = {cases[i], equivalence, cases[i]->run(ctx), 0};
     r.cases[i].seconds = seconds_since(t0);
   });
   r.total_seconds = seconds_since(start);
   return r;
 }
 
-void write_mutate_markdown(const MutateResult& r, const std::filesystem::path& file) {
-  std::string s = fmt::format("# lenscheck mutate — {}\n\n", r.pass() ? "PASS" : "FAIL");
-  s += fmt::format("Mutation score: **{} / {} = {:.0f} %** of non-equivalent implementation mutants killed.\n\n",
-                   r.killed(), r.non_equivalent(), r.non_equivalent() ? 100.0 * double(r.killed()) / double(r.non_equivalent()) : 0.0);
-  s += fmt::format("- build: `{}`\n- model: `{}` (SHA-256 `{}`)\n- sentences: `{}` ({})\n- tolerances: `{}`\n"
+namespace {
+
+std::string score(const MutateResult& r) {
+  return fmt::format("{} / {} = {:.0f} %", r.killed(), r.non_equivalent(),
+                     r.non_equivalent() ? 100.0 * double(r.killed()) / double(r.non_equivalent()) : 0.0);
+}
+
+// The conditional verdicts of one model, by mutant: which way each condition went.
+std::string conditions(const MutateResult& r) {
+  std::vector<std::string> out;
+  for (const CaseResult& c : r.cases)
+    if (c.mutation->equivalence)
+      out.push_back(fmt::format("`{}` {}", c.mutation->name, verdict_name(c.equivalence.verdict)));
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+std::string model_section(const MutateResult& r) {
+  std::string s = fmt::format("## {} — {}\n\n", std::filesystem::path(r.model_dir).filename().string(),
+                              r.pass() ? "PASS" : "FAIL");
+  s += fmt::format("Mutation score: **{}** of ordinary implementation mutants killed; {} equivalent on this model, "
+                   "{} borderline.\n\n",
+                   score(r), r.with(Verdict::equivalent), r.with(Verdict::borderline));
+  s += fmt::format("- model: `{}` (SHA-256 `{}`)\n- sentences: `{}` ({})\n- tolerances: `{}`\n"
                    "- oracle: {} — its fp32 and fp64 traces computed once per sentence and shared by every mutant; "
                    "the gate is the derived rule\n"
                    "- time: {:.2f} s in all, of which {:.2f} s set-up (oracle and runtime traces)\n\n",
-                   r.version, r.model_dir, r.model_sha256, r.sentences_file, r.sentences, r.tolerances_file,
+                   r.model_dir, r.model_sha256, r.sentences_file, r.sentences, r.tolerances_file,
                    r.oracle_backend, r.total_seconds, r.setup_seconds);
   for (Kind kind : {Kind::metric, Kind::implementation}) {
-    s += kind == Kind::metric ? "## Metric cases: the metric responds to v, and only to v\n\n| case | claim | result | evidence | time |\n|---|---|---|---|---|\n"
-                              : "## Implementation mutants: the gate must kill them\n\n| mutant | fault | result | caught by | evidence | time |\n|---|---|---|---|---|---|\n";
+    s += kind == Kind::metric ? "### Metric cases: the metric responds to v, and only to v\n\n| case | claim | result | evidence | time |\n|---|---|---|---|---|\n"
+                              : "### Implementation mutants: the gate must kill the ordinary ones\n\n| mutant | fault | equivalence on this model | result | caught by | evidence | time |\n|---|---|---|---|---|---|---|\n";
     for (const CaseResult& c : r.cases) {
       if (c.mutation->kind != kind) continue;
-      std::string evidence = c.outcome.evidence;
-      if (!c.mutation->equivalent_because.empty()) evidence += "<br>Declared equivalent: " + c.mutation->equivalent_because;
+      const std::string result = c.ok() ? c.status() : "**" + c.status() + "**";
       if (kind == Kind::metric)
-        s += fmt::format("| `{}` | {} | {} | {} | {:.2f} s |\n", c.mutation->name, c.mutation->description,
-                         c.ok() ? c.status() : "**" + c.status() + "**", evidence, c.seconds);
+        s += fmt::format("| `{}` | {} | {} | {} | {:.2f} s |\n", c.mutation->name, c.mutation->description, result,
+                         c.outcome.evidence, c.seconds);
       else
-        s += fmt::format("| `{}` | {} | {} | {} | {} | {:.2f} s |\n", c.mutation->name, c.mutation->description,
-                         c.ok() ? c.status() : "**" + c.status() + "**", c.outcome.by.empty() ? "—" : "`" + c.outcome.by + "`",
-                         evidence, c.seconds);
+        s += fmt::format("| `{}` | {} | {} | {} | {} | {} | {:.2f} s |\n", c.mutation->name, c.mutation->description,
+                         c.mutation->equivalence ? c.equivalence.why : "never equivalent", result,
+                         c.outcome.by.empty() ? "—" : "`" + c.outcome.by + "`", c.outcome.evidence, c.seconds);
     }
     s += "\n";
   }
+  return s;
+}
+
+}  // namespace
+
+void write_mutate_markdown(const std::vector<MutateResult>& results, const std::filesystem::path& file) {
+  const bool pass = std::all_of(results.begin(), results.end(), [](const MutateResult& r) { return r.pass(); });
+  std::string s = fmt::format("# lenscheck mutate — {}\n\n", pass ? "PASS" : "FAIL");
+  if (!results.empty()) s += fmt::format("- build: `{}`\n\n", results.front().version);
+  s += "| model | result | mutation score | metric cases holding | equivalent here | borderline | conditional verdicts |\n"
+       "|---|---|---|---|---|---|---|\n";
+  for (const MutateResult& r : results) {
+    const size_t metric = size_t(std::count_if(r.cases.begin(), r.cases.end(),
+                                               [](const CaseResult& c) { return c.mutation->kind == Kind::metric; }));
+    const size_t holding = size_t(std::count_if(r.cases.begin(), r.cases.end(), [](const CaseResult& c) {
+      return c.mutation->kind == Kind::metric && c.ok();
+    }));
+    s += fmt::format("| `{}` | {} | {} | {} / {} | {} | {} | {} |\n", std::filesystem::path(r.model_dir).filename().string(),
+                     r.pass() ? "PASS" : "**FAIL**", score(r), holding, metric, r.with(Verdict::equivalent),
+                     r.with(Verdict::borderline), conditions(r));
+  }
+  s += "\n";
+  for (const MutateResult& r : results) s += model_section(r);
   write_text_file(file, s);
 }
 
-void write_mutate_json(const MutateResult& r, const std::filesystem::path& file) {
+void write_mutate_json(const std::vector<MutateResult>& results, const std::filesystem::path& file) {
   nlohmann::ordered_json j;
   j["tool"] = "lenscheck mutate";
-  j["pass"] = r.pass();
-  j["score"] = {{"killed", r.killed()}, {"non_equivalent", r.non_equivalent()}};
-  j["build"] = r.version;
-  j["model"] = {{"dir", r.model_dir}, {"sha256", r.model_sha256}};
-  j["tolerances_file"] = r.tolerances_file;
-  j["sentences_file"] = r.sentences_file;
-  j["oracle_backend"] = r.oracle_backend;
-  j["seconds"] = {{"total", r.total_seconds}, {"setup", r.setup_seconds}};
-  for (const CaseResult& c : r.cases)
-    j["cases"].push_back({{"name", c.mutation->name}, {"kind", c.mutation->kind == Kind::metric ? "metric" : "implementation"},
-                          {"description", c.mutation->description}, {"equivalent_because", c.mutation->equivalent_because},
-                          {"status", c.status()}, {"ok", c.ok()}, {"caught_by", c.outcome.by},
-                          {"evidence", c.outcome.evidence}, {"seconds", c.seconds}});
+  j["pass"] = std::all_of(results.begin(), results.end(), [](const MutateResult& r) { return r.pass(); });
+  j["models"] = nlohmann::ordered_json::array();
+  for (const MutateResult& r : results) {
+    nlohmann::ordered_json m;
+    m["pass"] = r.pass();
+    m["score"] = {{"killed", r.killed()}, {"non_equivalent", r.non_equivalent()},
+                  {"equivalent", r.with(Verdict::equivalent)}, {"borderline", r.with(Verdict::borderline)}};
+    m["build"] = r.version;
+    m["model"] = {{"dir", r.model_dir}, {"sha256", r.model_sha256}};
+    m["tolerances_file"] = r.tolerances_file;
+    m["sentences_file"] = r.sentences_file;
+    m["oracle_backend"] = r.oracle_backend;
+    m["seconds"] = {{"total", r.total_seconds}, {"setup", r.setup_seconds}};
+    for (const CaseResult& c : r.cases) {
+      m["cases"].push_back({{"name", c.mutation->name}, {"kind", c.mutation->kind == Kind::metric ? "metric" : "implementation"},
+                            {"description", c.mutation->description},
+                            {"equivalence", {{"conditional", bool(c.mutation->equivalence)}, {"verdict", verdict_name(c.equivalence.verdict)},
+                                             {"why", c.equivalence.why}}},
+                            {"status", c.status()}, {"ok", c.ok()}, {"caught_by", c.outcome.by},
+                            {"evidence", c.outcome.evidence}, {"seconds", c.seconds}});
+    }
+    j["models"].push_back(std::move(m));
+  }
   write_text_file(file, j.dump(1) + "\n");
 }
 

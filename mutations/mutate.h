@@ -10,10 +10,12 @@ namespace lenscheck::mutation {
 
 struct CaseResult {
   const Case* mutation = nullptr;
+  Equivalence equivalence;  // evaluated on this model (ordinary for a case without a condition)
   Outcome outcome;
   double seconds = 0;
-  bool ok() const;             // as the case expects
-  std::string status() const;  // killed, SURVIVED, equivalent, KILLED though declared equivalent, holds, FAILS
+  bool ok() const;             // as the case expects on this model
+  // holds, FAILS; killed, SURVIVED; equivalent, KILLED though equivalent here; borderline: killed/survived
+  std::string status() const;
 };
 
 struct MutateResult {
@@ -21,8 +23,9 @@ struct MutateResult {
   size_t sentences = 0;
   double setup_seconds = 0, total_seconds = 0;  // setup: model load and the oracle traces, once
   std::vector<CaseResult> cases;
-  size_t killed() const;
-  size_t non_equivalent() const;
+  size_t killed() const;          // ordinary mutants killed
+  size_t non_equivalent() const;  // ordinary mutants: the score's denominator
+  size_t with(Equivalence::Verdict verdict) const;  // implementation mutants of that verdict
   bool pass() const;
 };
 
@@ -40,7 +43,8 @@ struct MutateInputs {
 // The catalogue, metric cases first, each kind by name.
 std::vector<const Case*> sorted_catalogue();
 MutateResult run_mutations(const MutateInputs& inputs);
-void write_mutate_markdown(const MutateResult& result, const std::filesystem::path& file);
-void write_mutate_json(const MutateResult& result, const std::filesystem::path& file);
+// One report over every model mutate ran on: a table of their scores, then a section per model.
+void write_mutate_markdown(const std::vector<MutateResult>& results, const std::filesystem::path& file);
+void write_mutate_json(const std::vector<MutateResult>& results, const std::filesystem::path& file);
 
 }  // namespace lenscheck::mutation

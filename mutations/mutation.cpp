@@ -17,6 +17,27 @@ std::vector<Case>& catalogue() {
   return cases;
 }
 
+const char* verdict_name(Equivalence::Verdict verdict) {
+  switch (verdict) {
+    case Equivalence::Verdict::ordinary: return "ordinary";
+    case Equivalence::Verdict::equivalent: return "equivalent";
+    case Equivalence::Verdict::borderline: return "borderline";
+  }
+  return "?";
+}
+
+EquivalenceCondition always_equivalent(std::string because) {
+  return [because](const Context&) { return Equivalence{Equivalence::Verdict::equivalent, because}; };
+}
+
+EquivalenceCondition equivalent_where(std::string what, std::function<bool(const Context&)> holds) {
+  return [what, holds](const Context& ctx) {
+    const bool h = holds(ctx);
+    return Equivalence{h ? Equivalence::Verdict::equivalent : Equivalence::Verdict::ordinary,
+                       fmt::format("{}: {}", what, h ? "yes, so it must survive" : "no, so it must be killed")};
+  };
+}
+
 Outcome gate(const Context& ctx, const std::function<Trace(const SentenceRun&)>& mutated_runtime) {
   double closest = 0;
   std::string closest_at;

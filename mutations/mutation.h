@@ -34,6 +34,19 @@ struct Context {
 
 enum class Kind { metric, implementation };
 
+// Whether an implementation mutant computes, on this model and these sentences, what the shipped
+// runtime computes (up to rounding the gate must accept), decided from the model and the fp64 truth
+// before the mutant runs. equivalent: it must survive; ordinary: it must be killed; borderline: the
+// truth lies within the condition's stated margin, where fp32 rounding decides, so either verdict is
+// accepted and reported as such.
+struct Equivalence {
+  enum class Verdict { ordinary, equivalent, borderline };
+  Verdict verdict = Verdict::ordinary;
+  std::string why;  // the condition and the figures it was decided on
+};
+using EquivalenceCondition = std::function<Equivalence(const Context&)>;
+const char* verdict_name(Equivalence::Verdict verdict);  // ordinary, equivalent, borderline
+
 struct Outcome {
   bool caught = false;    // implementation: the gate killed the mutant; metric: the claim held
   std::string by;         // what caught it: a tensor, a recorded number, or the claim checked
@@ -44,8 +57,8 @@ struct Case {
   std::string name = {};
   std::string description = {};
   Kind kind = Kind::implementation;
-  // Non-empty for a mutant expected to survive: why it is equivalent, and what would kill it.
-  std::string equivalent_because = {};
+  // Empty for a mutant that is never equivalent; else the condition under which it is.
+  EquivalenceCondition equivalence = {};
   std::function<Outcome(const Context&)> run = {};
 };
 
@@ -61,6 +74,10 @@ struct Registrar {
   static const ::lenscheck::mutation::Registrar LENSCHECK_MUTATION_CONCAT(registrar_, __LINE__)(__VA_ARGS__)
 
 // Building blocks for cases.
+// An equivalence whose reason holds on every model: the mutant must always survive.
+EquivalenceCondition always_equivalent(std::string because);
+// Equivalent where `holds` on the model, else ordinary; `what` says what was checked.
+EquivalenceCondition equivalent_where(std::string what, std::function<bool(const Context&)> holds);
 // The runtime with `fault` injected, compared tensor by tensor with the oracle on every sentence.
 std::function<Outcome(const Context&)> runtime_fault(runtime::Fault fault);
 // The runtime on weights changed by `edit` (the oracle keeps the checkpoint's).

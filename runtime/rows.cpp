@@ -1,7 +1,12 @@
 #include "runtime/rows.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
+
+#include "model/error.h"
 
 namespace lenscheck {
 
@@ -13,7 +18,9 @@ double WordRow::total() const {
 
 std::optional<double> WordRow::sink_share() const {
   const double t = total();
-  if (!(t > 0)) return std::nullopt;
+  if (!std::isfinite(t))
+    throw NonFiniteError(fmt::format("head {} word {}: the row's weights sum to {}", head.label(), word, t));
+  if (t == 0) return std::nullopt;
   return (cls + sep) / t;
 }
 

@@ -25,7 +25,8 @@ struct WordRow {
   std::vector<double> content;  // aggregated weight on each word (the query word itself included)
 
   double total() const;                     // cls + sep + sum(content)
-  // (cls + sep) / total; empty when the row carries no weight at all (e.g. every ‖v‖ = 0).
+  // (cls + sep) / total; empty (undefined) when the row carries no weight at all (e.g. every ‖v‖ of
+  // the tokens it attends to is 0). A NaN or Inf total is a NonFiniteError (model/error.h), not that.
   std::optional<double> sink_share() const;
   // Weights over content words renormalised to sum to 1; empty when no content weight.
   std::optional<std::vector<double>> displayed() const;

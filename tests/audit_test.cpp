@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cfloat>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "harness/audit_report.h"
 #include "harness/corpus.h"
 #include "harness/planted.h"
+#include "model/error.h"
 #include "model/sha256.h"
 #include "runtime/encoder.h"
 #include "tests/test_support.h"
@@ -172,9 +174,23 @@ const Checkpoint& planted() {
 
 }  // namespace
 
-TEST(PlantedSink, EveryHeadShowsTheClosedFormAnswer) {
-  const Checkpoint& ck = planted();
-  const PlantedSink plant(ck.config, 3);
+// Both constructions: the planted sinks, and the saturated ones whose content attention rounds to 0
+// in fp32 and whose sink carries no value in head 0.0.
+struct Construction {
+  const char* fixture;
+  uint64_t seed;
+  SinkHeads heads;
+};
+class ClosedForm : public ::testing::TestWithParam<Construction> {};
+INSTANTIATE_TEST_SUITE_P(Constructions, ClosedForm,
+                         ::testing::Values(Construction{"planted-sink", 3, SinkHeads::planted},
+                                           Construction{"saturated-sink", 6, SinkHeads::saturated}),
+                         [](const auto& info) { return info.param.heads == SinkHeads::planted ? "planted" : "saturated"; });
+
+TEST_P(ClosedForm, EveryHeadShowsTheClosedFormAnswer) {
+  const Checkpoint ck = load_checkpoint(test::fixture(GetParam().fixture));
+  const PlantedSink plant(ck.config, GetParam().seed, GetParam().heads);
+  size_t undefined = 0;
   const BertTokenizer tokenizer(ck.vocab);
   const runtime::Encoder encoder(ck.config, ck.weights);
   for (const char* text : {"The nurse handed the doctor the scissors.", "Doctors heal.",
@@ -208,10 +224,44 @@ TEST(PlantedSink, EveryHeadShowsTheClosedFormAnswer) {
                 total += weight;
                 if (j == 0 || j == T - 1) sink += weight;
               }
+            // A row whose every weight is below fp32's range (content attention e^-120 on a sink
+            // without value) has none in the runtime: undefined, where the truth's share is 0.
+            if (!row.sink_share()) {
+              ASSERT_LT(total, FLT_MIN) << text << " " << lens_name(lens) << " " << l << "." << h;
+              ++undefined;
+              continue;
+            }
             ASSERT_NEAR(*row.sink_share(), sink / total, 1e-5) << text << " " << lens_name(lens) << " " << l << "." << h;
           }
       }
   }
+  // Head 0.0 of the saturated construction, under both norm lenses, in every word of the three sentences.
+  EXPECT_EQ(undefined, GetParam().heads == SinkHeads::saturated ? 2u * (8 + 3 + 8) : 0u);
+}
+
+TEST(SaturatedSink, TheAuditCountsRowsWithoutWeightAsUndefinedAndAbandons) {
+  const StudyPlan plan = load_study_plan(test::source_dir() / "fixtures/studies/saturated-sink.yaml");
+  const AuditResult r = run_audit(plan, load_checkpoint(test::fixture("saturated-sink")));
+  ASSERT_EQ(r.stats.size(), 3u);
+  EXPECT_EQ(r.stats[0].undefined, 0u);
+  EXPECT_EQ(r.stats[0].above_90, r.total_rows);  // the head puts every row on the sink
+  for (size_t li : {1, 2}) {
+    EXPECT_EQ(r.stats[li].undefined, r.total_rows) << lens_name(r.stats[li].lens);
+    EXPECT_EQ(r.stats[li].above_50, 0u);  // an undefined row is in no count of shares
+  }
+  EXPECT_TRUE(r.abandon());
+  EXPECT_NE(audit_conclusion(r).find("140 of 140 rows carry no weight at all"), std::string::npos) << audit_conclusion(r);
+}
+
+TEST(WordRows, NoWeightIsUndefinedButANaNIsAGateFailure) {
+  WordRow empty{.word = 0, .head = {0, 0}, .cls = 0, .sep = 0, .content = {0.0, 0.0}};
+  EXPECT_FALSE(empty.sink_share().has_value());
+  WordRow nan = empty;
+  nan.content[1] = NAN;
+  EXPECT_THROW(nan.sink_share(), NonFiniteError);
+  WordRow inf = empty;
+  inf.cls = INFINITY;
+  EXPECT_THROW(inf.sink_share(), NonFiniteError);
 }
 
 TEST(PlantedSink, SpecialTokensCarryThePlantedValueNormRatio) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <stdexcept>
 
 #include "mutations/mutate.h"
 #include "tests/test_support.h"
@@ -23,23 +24,66 @@ TEST(Catalogue, HasAtLeastSixMetricCasesAndTwentyImplementationMutantsWithUnique
   EXPECT_GE(implementation, 20u);
 }
 
-// The same catalogue, no case rewritten, on the init-scale fixture and on the one with trained
-// statistics (sharper attention, LayerNorm outlier dimensions), both under the derived gate.
-class MutateOn : public ::testing::TestWithParam<const char*> {};
-INSTANTIATE_TEST_SUITE_P(Fixtures, MutateOn, ::testing::Values("bert-mini", "trained-mini"));
+namespace {
 
-TEST_P(MutateOn, EveryCaseBehavesAsDeclaredAndTheScoreIsFull) {
-  const Checkpoint ck = load_checkpoint(test::fixture(GetParam()));
+const CaseResult& result_of(const MutateResult& r, const std::string& name) {
+  for (const CaseResult& c : r.cases)
+    if (c.mutation->name == name) return c;
+  throw std::out_of_range(name);
+}
+
+MutateResult mutate_on(const char* fixture) {
+  const Checkpoint ck = load_checkpoint(test::fixture(fixture));
   const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
   const auto sentences = load_sentences(sentences_file);
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
   StudyPlan plan = load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml");
   const Checkpoint planted = load_checkpoint(test::fixture("planted-sink"));
-  const MutateResult r = run_mutations({ck, sentences, sentences_file, tol, plan, planted, ""});
+  return run_mutations({ck, sentences, sentences_file, tol, plan, planted, ""});
+}
+
+}  // namespace
+
+// The same catalogue, no case rewritten, on the init-scale fixture, the one with trained statistics
+// (sharper attention, LayerNorm outlier dimensions), the planted sink (where four mutants are
+// equivalent by construction) and the saturated one (one-hot rows, scores past fp32's exp range,
+// rows without any weight), all under the derived gate.
+class MutateOn : public ::testing::TestWithParam<const char*> {};
+INSTANTIATE_TEST_SUITE_P(Fixtures, MutateOn,
+                         ::testing::Values("bert-mini", "trained-mini", "planted-sink", "saturated-sink"));
+
+TEST_P(MutateOn, EveryCaseBehavesAsDeclaredAndTheScoreIsFull) {
+  const MutateResult r = mutate_on(GetParam());
   for (const CaseResult& c : r.cases) EXPECT_TRUE(c.ok()) << c.mutation->name << ": " << c.status() << " — " << c.outcome.evidence;
   EXPECT_EQ(r.killed(), r.non_equivalent());
-  EXPECT_GE(r.non_equivalent(), 20u);
+  EXPECT_GE(r.non_equivalent(), 17u);
+  EXPECT_EQ(r.with(Equivalence::Verdict::borderline), 0u);
   EXPECT_TRUE(r.pass());
+}
+
+// The equivalence of softmax without its maximum is a condition on the model: scores within fp32's
+// exp range. On soft attention it holds and the mutant survives; where scores reach 120 it fails, and
+// the mutant is an ordinary one that the gate kills.
+TEST(Mutate, ConditionalEquivalenceIsDecidedPerModelAndTheVerdictFollowsIt) {
+  const MutateResult soft = mutate_on("bert-mini"), saturated = mutate_on("saturated-sink");
+  const CaseResult& on_soft = result_of(soft, "softmax-without-max");
+  EXPECT_EQ(on_soft.equivalence.verdict, Equivalence::Verdict::equivalent) << on_soft.equivalence.why;
+  EXPECT_FALSE(on_soft.outcome.caught);
+  const CaseResult& on_saturated = result_of(saturated, "softmax-without-max");
+  EXPECT_EQ(on_saturated.equivalence.verdict, Equivalence::Verdict::ordinary) << on_saturated.equivalence.why;
+  EXPECT_TRUE(on_saturated.outcome.caught);
+  EXPECT_NE(on_saturated.equivalence.why.find("log(FLT_MAX)"), std::string::npos);
+  // The structural conditions hold on the constructed weights only: unit LayerNorm gains, zero
+  // position and token type embeddings.
+  for (const char* name : {"layer-norm-without-gamma", "position-ids-shifted", "token-type-dropped",
+                           "half-precision-ffn-output"}) {
+    EXPECT_EQ(result_of(soft, name).equivalence.verdict, Equivalence::Verdict::ordinary) << name;
+    EXPECT_EQ(result_of(saturated, name).equivalence.verdict, Equivalence::Verdict::equivalent) << name;
+  }
+  // The metric cases count the rows that cannot move, and those left without weight, apart.
+  const std::string& zero_sep = result_of(saturated, "zero-sep-norm").outcome.evidence;
+  EXPECT_NE(zero_sep.find("420 rows saturated"), std::string::npos) << zero_sep;
+  EXPECT_NE(zero_sep.find("140 left undefined"), std::string::npos) << zero_sep;
 }
 
 TEST(Mutate, AWeakenedToleranceFileLetsANamedMutantSurvive) {

@@ -2,8 +2,11 @@
 // trace and names the tensor, and turns bad input into exit code 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness/verify.h"
 #include "model/trace_io.h"
+#include "runtime/encoder.h"
 #include "tests/test_support.h"
 
 using namespace lenscheck;
@@ -65,6 +68,25 @@ TEST(VerifyEndToEnd, ACheckpointWithTrainedStatisticsPassesTheDerivedGateAndFail
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
   EXPECT_TRUE(verify_sentences(ck, sentences, sentences_file, tol, {}).pass());
   EXPECT_FALSE(verify_sentences(ck, sentences, sentences_file, tol, {.rule = Rule::absolute}).pass());
+}
+
+TEST(VerifyEndToEnd, ACheckpointWhoseAttentionSaturatesPassesTheDerivedGate) {
+  // Scores up to 120, past fp32's exp range, and content attention that rounds to exactly 0 in fp32
+  // where the fp64 truth keeps 1e-52: the gate must judge such rows as it judges soft ones.
+  const Checkpoint ck = load_checkpoint(test::fixture("saturated-sink"));
+  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  const VerifyResult r = verify_sentences(ck, load_sentences(sentences_file), sentences_file, tol, {});
+  EXPECT_TRUE(r.pass());
+  for (const SentenceVerdict& v : r.sentences)
+    for (const TensorComparison& t : v.gate.tensors) EXPECT_GT(t.elements, 0u) << t.name;
+  // What makes it saturated, on the runtime's own trace of one sentence.
+  const Encoding enc = BertTokenizer(ck.vocab).encode("The nurse handed the doctor the scissors.", 512);
+  const Trace trace = runtime::Encoder(ck.config, ck.weights).forward(enc);
+  const Tensor& scores = *trace.find("layer.0.attention.scores");
+  const Tensor& probs = *trace.find("layer.0.attention.probs");
+  EXPECT_GT(*std::max_element(scores.values.begin(), scores.values.end()), 88.8);  // log(FLT_MAX) = 88.72
+  EXPECT_GT(std::count(probs.values.begin(), probs.values.end(), 0.0), 0);
 }
 
 TEST(VerifyEndToEnd, ResultsDoNotDependOnTheThreadCount) {

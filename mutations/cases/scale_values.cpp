@@ -21,17 +21,25 @@ Outcome scale_all(const Context& ctx, float c, double bound) {
     return n;
   });
   double largest = 0;
-  size_t differ = 0;
+  size_t differ = 0, undefined = 0, definedness_changed = 0;
   const size_t rows = for_each_row_pair(lens_rows(ctx, runtime_norms), scaled,
       [&](const std::string&, const WordRow& b, const WordRow& m) {
-        const double d = std::fabs(*m.sink_share() - *b.sink_share());
-        largest = std::max(largest, d);
-        differ += !same_bits(*m.sink_share(), *b.sink_share());
+        const std::optional<double> before = b.sink_share(), after = m.sink_share();
+        // A row without weight stays without: c · 0 = 0.
+        if (!before || !after) {
+          undefined += !before && !after;
+          definedness_changed += before.has_value() != after.has_value();
+          return;
+        }
+        largest = std::max(largest, std::fabs(*after - *before));
+        differ += !same_bits(*after, *before);
       });
-  const bool ok = bound == 0 ? largest < FLT_MIN : largest <= bound;
+  const bool ok = definedness_changed == 0 && (bound == 0 ? largest < FLT_MIN : largest <= bound);
   return Outcome{ok, bound == 0 ? "bit-identical shares but for subnormal products" : fmt::format("shares within {:.0e}", bound),
-                 fmt::format("x{}: {} rows checked, {} sink shares differ in some bit, largest change {:.3g}", c,
-                             rows, differ, largest)};
+                 fmt::format("x{}: {} rows checked, {} sink shares differ in some bit, largest change {:.3g}, "
+                             "{} undefined before and after{}",
+                             c, rows, differ, largest, undefined,
+                             definedness_changed ? fmt::format(", {} ROWS CHANGED DEFINEDNESS", definedness_changed) : "")};
 }
 
 }  // namespace

@@ -16,8 +16,10 @@ LENSCHECK_MUTATION({.name = "unit-norms",
                       std::string first;
                       const size_t rows = for_each_row_pair(attention_rows(ctx), unit,
                           [&](const std::string& sentence, const WordRow& a, const WordRow& u) {
+                            const auto share_a = a.sink_share(), share_u = u.sink_share();
                             bool same = same_bits(a.cls, u.cls) && same_bits(a.sep, u.sep) &&
-                                        same_bits(*a.sink_share(), *u.sink_share());
+                                        share_a.has_value() == share_u.has_value() &&
+                                        (!share_a || same_bits(*share_a, *share_u));
                             for (size_t k = 0; k < a.content.size(); ++k) same = same && same_bits(a.content[k], u.content[k]);
                             if (!same && ++differ == 1) first = fmt::format(", first: {} head {} word {}", sentence, a.head.label(), a.word);
                           });
