@@ -165,6 +165,15 @@ RC_GTEST_PROP(EncoderProperties, TheRuntimeRaisesNoFalseAlarmUnderTheDerivedGate
   double used = 0;
   for (const TensorComparison& t : c.tensors) used = std::max(used, t.bound_used);
   RC_TAG(used < 0.25 ? "bound used < 25 %" : used < 0.5 ? "bound used 25-50 %" : "bound used >= 50 %");
+  // How saturated its attention was: scores past fp32's exp range, rows exactly one-hot in fp32.
+  double top_score = 0;
+  bool one_hot = false;
+  for (int l = 0; l < r.checkpoint.config.num_hidden_layers; ++l) {
+    for (double v : r.runtime.find(fmt::format("layer.{}.attention.scores", l))->values) top_score = std::max(top_score, v);
+    for (double p : r.runtime.find(fmt::format("layer.{}.attention.probs", l))->values) one_hot = one_hot || p == 1.0;
+  }
+  RC_CLASSIFY(top_score > 88.72, "a score past fp32's exp range");
+  RC_CLASSIFY(one_hot, "a row one-hot in fp32");
 }
 
 RC_GTEST_PROP(EncoderProperties, ScalingOneTensorOfEveryTraceByAPowerOfTwoLeavesItsVerdictAndRatioUnchanged, ()) {

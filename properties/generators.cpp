@@ -100,7 +100,9 @@ BertWeights random_weights(const BertConfig& config, uint64_t seed, const Statis
   BertWeights w = seeded_weights(config, seed, [&](const std::string& name, const std::vector<int64_t>& shape) {
     if (ends_with(name, "LayerNorm.weight")) return Spread{1, 0.1};
     if (ends_with(name, "embeddings.weight")) return Spread{0, 1};
-    if (ends_with(name, ".weight")) return Spread{0, s.spread / std::sqrt(static_cast<double>(shape[1]))};
+    const double gain = ends_with(name, "attention.self.query.weight") || ends_with(name, "attention.self.key.weight")
+                            ? s.query_key_gain : 1.0;
+    if (ends_with(name, ".weight")) return Spread{0, gain * s.spread / std::sqrt(static_cast<double>(shape[1]))};
     return Spread{0, 0.1};
   });
   plant_outlier_dimensions(config, w, std::min(s.outlier_dims, config.hidden_size), s.outlier_gain, ~seed);
@@ -108,8 +110,8 @@ BertWeights random_weights(const BertConfig& config, uint64_t seed, const Statis
 }
 
 void showValue(const Statistics& s, std::ostream& os) {
-  os << fmt::format("spread {:g} x LeCun, {} outlier dimensions of gain {:g}", s.spread, s.outlier_dims,
-                    s.outlier_gain);
+  os << fmt::format("spread {:g} x LeCun, W_Q and W_K x{:g}, {} outlier dimensions of gain {:g}", s.spread,
+                    s.query_key_gain, s.outlier_dims, s.outlier_gain);
 }
 
 rc::Gen<Statistics> trained_statistics() {
@@ -118,6 +120,7 @@ rc::Gen<Statistics> trained_statistics() {
     s.spread = 1 + *rc::gen::inRange(0, 31) / 10.0;
     s.outlier_dims = *rc::gen::inRange(0, 3);
     s.outlier_gain = s.outlier_dims ? *rc::gen::inRange(1, 21) : 1;
+    s.query_key_gain = *rc::gen::element(1.0, 2.0, 3.0);
     return s;
   });
 }
@@ -187,7 +190,7 @@ Trace LensCase::sentence() const {
 
 void showValue(const LensCase& c, std::ostream& os) {
   const size_t T = c.tokens();
-  os << fmt::format("layers {}, heads {}, subwords per word [{}] (T = {})", c.layers, c.heads,
+  os << fmt::format("layers {}, heads {}, logit step {:g}, subwords per word [{}] (T = {})", c.layers, c.heads, c.logit_step,
                     fmt::join(c.word_lengths, " "), T);
   for (int l = 0; l < c.layers; ++l)
     for (int h = 0; h < c.heads; ++h) {
@@ -215,6 +218,10 @@ rc::Gen<LensCase> lens_case(int max_layers, bool single_subword_words) {
       else c.word_lengths.push_back(1);
     }
     const size_t T = c.tokens(), H = static_cast<size_t>(c.heads);
+    // Logit steps of 0.5 give soft rows; of 40, saturated ones as trained sinks have: every key 3
+    // steps below the row's top gets exp(-120), 0 in fp32, so rows are often exactly one-hot, and
+    // one-hot on a key of norm 0 they carry no weight at all under a norm lens. Shrinks towards soft.
+    c.logit_step = *rc::gen::element(0.5, 4.0, 40.0);
     for (int l = 0; l < c.layers; ++l) {
       const auto logits = *rc::gen::container<std::vector<int>>(H * T * T, rc::gen::inRange(-6, 7));
       std::vector<float> probs(H * T * T);
@@ -222,9 +229,9 @@ rc::Gen<LensCase> lens_case(int max_layers, bool single_subword_words) {
         const int* x = logits.data() + row * T;
         const int top = *std::max_element(x, x + T);
         double sum = 0;
-        for (size_t k = 0; k < T; ++k) sum += std::exp(0.5 * (x[k] - top));
+        for (size_t k = 0; k < T; ++k) sum += std::exp(c.logit_step * (x[k] - top));
         for (size_t k = 0; k < T; ++k)
-          probs[row * T + k] = static_cast<float>(std::exp(0.5 * (x[k] - top)) / sum);
+          probs[row * T + k] = static_cast<float>(std::exp(c.logit_step * (x[k] - top)) / sum);
       }
       c.probs.push_back(std::move(probs));
       const auto quarters = *rc::gen::container<std::vector<int>>(H * T, rc::gen::inRange(0, 41));

@@ -39,11 +39,15 @@ rc::Gen<BertConfig> small_config(int max_layers = 12);
 // (soft rows at 1, nearly one-hot at 4); and LayerNorm outlier dimensions (plant_outlier_dimensions).
 struct Statistics {
   double spread = 1;
+  // W_Q and W_K times this too, so logits by its square: at 3 and spread 4 their standard deviation
+  // is about 150, past fp32's exp range (88.7), with rows one-hot in fp32, as trained sinks have.
+  double query_key_gain = 1;
   int outlier_dims = 0;
   double outlier_gain = 1;
 };
 void showValue(const Statistics& statistics, std::ostream& os);
-// Spread 1-4, 0-2 outlier dimensions of gain 1-20; shrinks towards unit scale without outliers.
+// Spread 1-4, query/key gain 1, 2 or 3, 0-2 outlier dimensions of gain 1-20; shrinks towards unit
+// scale without outliers.
 rc::Gen<Statistics> trained_statistics();
 
 // Weights drawn from `seed` (splitmix64, so a seed is the same model on every machine); at unit
@@ -60,11 +64,13 @@ Vocab model_vocab(int vocab_size);
 rc::Gen<Encoding> token_sequence(const BertConfig& config);
 
 // Input of the lens-only properties: per layer, one attention tensor [H, T, T] (rows are softmax
-// of small integer logits, so shrinking goes towards uniform rows) and per-key norms [H, T] (multiples
-// of 1/4 in [0, 10], zeros included), over a sentence of words with the given subword counts.
+// of small integer logits times logit_step, so shrinking goes towards uniform rows; at step 40 rows
+// saturate) and per-key norms [H, T] (multiples of 1/4 in [0, 10], zeros included), over a sentence
+// of words with the given subword counts.
 struct LensCase {
   int layers = 1;
   int heads = 1;
+  double logit_step = 0.5;
   std::vector<int> word_lengths;            // subwords of each word; T = 2 + their sum
   std::vector<std::vector<float>> probs;    // per layer, [H, T, T]
   std::vector<std::vector<float>> norms;    // per layer, [H, T]
