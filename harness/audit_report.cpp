@@ -176,6 +176,9 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
                       worse ? relative_worsening(l) : "—", l.kept_head, l.rows, l.undefined, p.median, p.worst,
                       p.above_50, p.above_90);
   }
+  md += "\nUndefined rows carry no weight at all under the lens (every weight of the row is 0 in fp32): they have no "
+        "sink share and are counted in no median, maximum or count of shares. A NaN or Inf weight is not an undefined "
+        "row: it stops the audit as a gate failure (exit 1), naming the sentence and tensor.\n";
   md += fmt::format("\nMedians are read from histograms that shards merge exactly: within {:g} percentage points "
                     "of the exact median of the sink shares, within {:g} % of that of the norm ratios.\n",
                     100 * Histogram::kShareWidth / 2, 100 * Histogram::kRatioError);
