@@ -35,7 +35,13 @@ VerifyResult verify_onnxruntime(const Checkpoint& ck, const std::vector<Sentence
                                 const std::filesystem::path& sentences_file, const Tolerances& tolerances,
                                 const VerifyOptions& options, const CandidateSpec& spec) {
   const std::string variant = variant_name(spec.variant);
-  const std::string label = fmt::format("onnxruntime {} (CPU, {} intra-op thread{}, graph optimization {})", variant,
+  // What the CPU execution provider really computes (ORT's profiler, reports/verify-onnxruntime.md):
+  // it has float16 kernels for Gather, Reshape, Transpose and LayerNormalization only, and runs every
+  // other node in float32 between the casts it inserts.
+  const std::string arithmetic = spec.variant == Variant::fp16   ? "fp16 graph, fp32 arithmetic between inserted casts"
+                                 : spec.variant == Variant::int8 ? "int8 linear layers (uint8 x int8 MatMulInteger), fp32 elsewhere"
+                                                                 : "fp32";
+  const std::string label = fmt::format("onnxruntime {} (CPU, {} intra-op thread{}, graph optimization {})", arithmetic,
                                         spec.ort.intra_op_threads, spec.ort.intra_op_threads == 1 ? "" : "s",
                                         spec.ort.graph_optimization);
   char pattern[] = "/tmp/lenscheck-onnx-XXXXXX";
