@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include "cli/arguments.h"
@@ -19,6 +20,7 @@
 #include "harness/verify_report.h"
 #include "model/error.h"
 #include "mutations/mutate.h"
+#include "onnx/candidate.h"
 #include "model/trace_io.h"
 #include "oracle/oracle.h"
 #include "runtime/encoder.h"
@@ -92,7 +94,20 @@ int main(int argc, char** argv) {
   verify->add_option("--tolerances", tolerances, "tolerances YAML")->capture_default_str();
   verify->add_flag("--absolute", absolute, "the tolerances file's absolute rules (atol, rtol against the fp32 "
                                            "oracle) instead of the derived rule");
-  verify->add_option("--reference", reference, "judge this trace (safetensors) instead of the runtime");
+  verify->add_option("--reference", reference, "judge this trace (safetensors), or every *.safetensors of this "
+                                               "directory (one sentence each), instead of the runtime");
+  std::string candidate = "runtime";
+  lc::onnx_export::CandidateSpec ort;
+  verify->add_option("--candidate", candidate, "runtime, or onnxruntime[:fp16|:int8]: the checkpoint exported to "
+                                               "ONNX and run in onnxruntime-node (CPU) on every sentence")
+      ->capture_default_str();
+  verify->add_option("--ort-threads", ort.ort.intra_op_threads, "onnxruntime: intra-op threads")
+      ->capture_default_str()->check(CLI::Range(1, 256));
+  verify->add_option("--ort-optimization", ort.ort.graph_optimization, "onnxruntime: graph optimization level")
+      ->capture_default_str()->check(CLI::IsMember({"disabled", "basic", "extended", "layout", "all"}));
+  verify->add_option("--ort-timeout", ort.ort.sentence_seconds,
+                     "onnxruntime: seconds one sentence may take (bert-base-shape takes under 0.1 s; "
+                     "reports/bench.md)")->capture_default_str()->check(CLI::PositiveNumber);
   verify->add_option("--report", report, "Markdown report path");
   verify->add_option("--json", json, "JSON report path");
   verify->add_option("--junit", junit, "JUnit XML path");
@@ -104,6 +119,17 @@ int main(int argc, char** argv) {
   trace->add_option("--impl", impl, "runtime or oracle")->check(CLI::IsMember({"runtime", "oracle"}));
   trace->add_option("--precision", precision, "fp32 or fp64 (oracle only)")->check(CLI::IsMember({"fp32", "fp64"}));
   trace->add_option("--out", out, "output .safetensors")->required();
+
+  std::string variant = "fp32";
+  bool with_trace = false;
+  auto* export_onnx = app.add_subcommand("export-onnx", "write the checkpoint's BertModel graph as ONNX (opset " +
+                                                        std::to_string(lc::onnx_export::kOpset) + ")");
+  export_onnx->add_option("--model", model_dir, "checkpoint directory")->required();
+  export_onnx->add_option("--out", out, "output .onnx")->required();
+  export_onnx->add_option("--variant", variant, "fp32, fp16 (weights and activations) or int8 (linear layers "
+                                                "dynamically quantized: DynamicQuantizeLinear + MatMulInteger)")
+      ->capture_default_str()->check(CLI::IsMember({"fp32", "fp16", "int8"}));
+  export_onnx->add_flag("--trace", with_trace, "every tensor of the trace schema as a named graph output");
 
   std::string plan_file, audit_out;
   auto* audit = app.add_subcommand("audit", "run a pre-registered study; PROCEED exits 0, ABANDON 3");
@@ -197,8 +223,24 @@ int main(int argc, char** argv) {
       if (!reference.empty())
         return run_verify(lc::verify_reference(ck, reference, tol, rule), report, json, junit);
       const auto list = lc::load_sentences(data.checked(sentences));
+      if (candidate != "runtime") {
+        ort.variant = lc::onnx_export::parse_candidate(candidate);
+        return run_verify(lc::onnx_export::verify_onnxruntime(ck, list, sentences, tol,
+                                                              {.rule = rule, .threads = threads}, ort),
+                          report, json, junit);
+      }
       return run_verify(lc::verify_sentences(ck, list, sentences, tol, {.rule = rule, .threads = threads}), report,
                         json, junit);
+    }
+    if (*export_onnx) {
+      const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
+      const auto started = std::chrono::steady_clock::now();
+      const lc::onnx_export::ExportSummary e = lc::onnx_export::export_onnx(
+          ck, {.variant = lc::onnx_export::parse_variant(variant), .trace = with_trace}, out);
+      fmt::print("wrote {} (BertModel, {}, opset {}, {} nodes, {} initializers, {} outputs, {:.1f} MB, {:.2f} s)\n", out,
+                 variant, lc::onnx_export::kOpset, e.nodes, e.initializers, e.outputs, double(e.bytes) / 1e6,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      return kPass;
     }
     if (*trace) {
       const lc::Checkpoint ck = lc::load_checkpoint(model_dir);

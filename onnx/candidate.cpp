@@ -1,0 +1,77 @@
+#include "onnx/candidate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#include "model/error.h"
+
+namespace lenscheck::onnx_export {
+
+Variant parse_candidate(const std::string& candidate) {
+  if (candidate == "onnxruntime") return Variant::fp32;
+  const std::string prefix = "onnxruntime:";
+  if (candidate.rfind(prefix, 0) == 0) {
+    const std::string variant = candidate.substr(prefix.size());
+    if (variant == "fp16" || variant == "int8") return parse_variant(variant);
+  }
+  throw InputError("--candidate", fmt::format("\"{}\" is not runtime, onnxruntime, onnxruntime:fp16 or "
+                                              "onnxruntime:int8", candidate));
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+}  // namespace
+
+VerifyResult verify_onnxruntime(const Checkpoint& ck, const std::vector<Sentence>& sentences,
+                                const std::filesystem::path& sentences_file, const Tolerances& tolerances,
+                                const VerifyOptions& options, const CandidateSpec& spec) {
+  const std::string variant = variant_name(spec.variant);
+  // What the CPU execution provider really computes (ORT's profiler, reports/verify-onnxruntime.md):
+  // it has float16 kernels for Gather, Reshape, Transpose and LayerNormalization only, and runs every
+  // other node in float32 between the casts it inserts.
+  const std::string arithmetic = spec.variant == Variant::fp16   ? "fp16 graph, fp32 arithmetic between inserted casts"
+                                 : spec.variant == Variant::int8 ? "int8 linear layers (uint8 x int8 MatMulInteger), fp32 elsewhere"
+                                                                 : "fp32";
+  const std::string label = fmt::format("onnxruntime {} (CPU, {} intra-op thread{}, graph optimization {})", arithmetic,
+                                        spec.ort.intra_op_threads, spec.ort.intra_op_threads == 1 ? "" : "s",
+                                        spec.ort.graph_optimization);
+  char pattern[] = "/tmp/lenscheck-onnx-XXXXXX";
+  if (!mkdtemp(pattern)) throw InputError("/tmp", "cannot create a folder for the exported graph");
+  const std::filesystem::path dir = pattern;
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() { std::error_code ec; std::filesystem::remove_all(dir, ec); }
+  } cleanup{dir};
+
+  const auto started = std::chrono::steady_clock::now();
+  const std::filesystem::path graph = dir / fmt::format("bert-{}-trace.onnx", variant);
+  const ExportSummary exported = export_onnx(ck, {.variant = spec.variant, .trace = true}, graph);
+  const double export_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  onnxruntime::Run run;
+  VerifyResult r = verify_candidate(ck, sentences, sentences_file, tolerances, options, label,
+                                    [&](const std::vector<Encoding>& encodings) {
+                                      run = onnxruntime::run(graph, encodings, spec.ort, label, variant, ck.vocab);
+                                      return run.traces;
+                                    });
+  const std::string name = fmt::format("onnxruntime-node {} {}", run.version, label.substr(std::string("onnxruntime ").size()));
+  r.gate.candidate = name;
+  r.notes.push_back(fmt::format("candidate: {}; graph: opset {}, {} nodes, {} outputs, {:.1f} MB, exported in {:.2f} s",
+                                name, kOpset, exported.nodes, exported.outputs, double(exported.bytes) / 1e6, export_s));
+  r.notes.push_back(fmt::format("onnxruntime: session created in {:.0f} ms; session.run with the full trace {:.2f} ms "
+                                "per sentence (median of {}; largest {:.2f} ms)",
+                                run.session_ms, median(run.sentence_ms), run.sentence_ms.size(),
+                                run.sentence_ms.empty() ? 0.0 : *std::max_element(run.sentence_ms.begin(), run.sentence_ms.end())));
+  return r;
+}
+
+}  // namespace lenscheck::onnx_export

@@ -1,0 +1,23 @@
+#pragma once
+// `lenscheck verify --candidate onnxruntime[:fp16|:int8]`: the checkpoint exported with every trace
+// tensor as an output, run in ONNX Runtime on every sentence, judged as the runtime is.
+#include <string>
+
+#include "harness/verify.h"
+#include "onnx/export.h"
+#include "onnx/onnxruntime.h"
+
+namespace lenscheck::onnx_export {
+
+struct CandidateSpec {
+  Variant variant = Variant::fp32;
+  onnxruntime::Options ort;
+};
+// "onnxruntime", "onnxruntime:fp16", "onnxruntime:int8"; InputError naming --candidate otherwise.
+Variant parse_candidate(const std::string& candidate);
+
+VerifyResult verify_onnxruntime(const Checkpoint& checkpoint, const std::vector<Sentence>& sentences,
+                                const std::filesystem::path& sentences_file, const Tolerances& tolerances,
+                                const VerifyOptions& options, const CandidateSpec& spec);
+
+}  // namespace lenscheck::onnx_export

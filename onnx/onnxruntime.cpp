@@ -1,0 +1,180 @@
+#include "onnx/onnxruntime.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "model/error.h"
+#include "model/trace_io.h"
+
+namespace lenscheck::onnxruntime {
+
+namespace {
+
+std::string tail_of(const std::filesystem::path& file, size_t chars = 2000) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string text = s.str();
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text.size() > chars ? "..." + text.substr(text.size() - chars) : text;
+}
+
+// The adapter as a child process: its stdout read a line at a time, each line awaited at most a bound.
+class Adapter {
+ public:
+  Adapter(const Options& o, const std::filesystem::path& request, const std::filesystem::path& stderr_file,
+          const std::string& candidate)
+      : candidate_(candidate), stderr_file_(stderr_file) {
+    int out[2];
+    if (pipe(out) != 0) throw InputError(candidate, "cannot create a pipe for the adapter");
+    pid_ = fork();
+    if (pid_ < 0) throw InputError(candidate, "cannot start the adapter (fork failed)");
+    if (pid_ == 0) {
+      setpgid(0, 0);  // its own group, so that a kill reaches whatever node starts
+      dup2(out[1], STDOUT_FILENO);
+      const int err = open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (err >= 0) dup2(err, STDERR_FILENO);
+      close(out[0]);
+      close(out[1]);
+      setenv("NODE_PATH", o.node_modules.c_str(), 1);
+      execlp(o.node.c_str(), o.node.c_str(), o.adapter.c_str(), request.c_str(), static_cast<char*>(nullptr));
+      dprintf(STDERR_FILENO, "cannot run %s: %s\n", o.node.c_str(), strerror(errno));
+      _exit(127);
+    }
+    close(out[1]);
+    fd_ = out[0];
+  }
+  ~Adapter() {
+    if (pid_ > 0) {
+      kill(-pid_, SIGKILL);
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) close(fd_);
+  }
+
+  // The next line, or an InputError naming `step` once `seconds` have passed or the adapter has ended.
+  std::string line(double seconds, const std::string& step) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+      if (const size_t end = buffer_.find('\n'); end != std::string::npos) {
+        std::string l = buffer_.substr(0, end);
+        buffer_.erase(0, end + 1);
+        return l;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        throw InputError(candidate_, fmt::format("{} took longer than {:g} s; the adapter was killed", step, seconds));
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char chunk[4096];
+      const ssize_t n = read(fd_, chunk, sizeof chunk);
+      if (n > 0) {
+        buffer_.append(chunk, size_t(n));
+        continue;
+      }
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+      const std::string why = WIFEXITED(status) ? fmt::format("exit code {}", WEXITSTATUS(status)) : "a signal";
+      throw InputError(candidate_, fmt::format("the adapter ended ({}) before {}: {}", why, step, tail_of(stderr_file_)));
+    }
+  }
+
+  void finish(double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw InputError(candidate_, fmt::format("the adapter did not exit within {:g} s of its last sentence", seconds));
+      usleep(10000);
+    }
+    pid_ = -1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      throw InputError(candidate_, fmt::format("the adapter failed after its last sentence: {}", tail_of(stderr_file_)));
+  }
+
+ private:
+  std::string candidate_;
+  std::filesystem::path stderr_file_;
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  for (std::string s; in >> s;) w.push_back(s);
+  return w;
+}
+
+}  // namespace
+
+Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodings, const Options& options,
+        const std::string& candidate, const std::string& precision, const Vocab& vocab) {
+  Options o = options;
+  if (o.adapter.empty()) o.adapter = LENSCHECK_ORT_ADAPTER;
+  if (o.node_modules.empty()) o.node_modules = LENSCHECK_NODE_MODULES;
+  if (!std::filesystem::is_regular_file(o.adapter))
+    throw InputError(o.adapter, fmt::format("{}: the ONNX Runtime adapter script is missing", candidate));
+  if (!std::filesystem::is_directory(o.node_modules / "onnxruntime-node"))
+    throw InputError(o.node_modules, fmt::format("{}: onnxruntime-node is not installed here "
+                                                 "(scripts/install-deps.sh installs it)", candidate));
+  char pattern[] = "/tmp/lenscheck-ort-XXXXXX";
+  if (!mkdtemp(pattern)) throw InputError("/tmp", "cannot create a folder for the candidate's traces");
+  const std::filesystem::path dir = pattern;
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() { std::error_code ec; std::filesystem::remove_all(dir, ec); }
+  } cleanup{dir};
+
+  nlohmann::json request = {{"model", std::filesystem::absolute(model).string()},
+                            {"out_dir", dir.string()},
+                            {"intra_op_threads", o.intra_op_threads},
+                            {"graph_optimization", o.graph_optimization},
+                            {"producer", candidate},
+                            {"precision", precision},
+                            {"plain", o.plain},
+                            {"sentences", nlohmann::json::array()}};
+  if (!o.optimized_model.empty()) request["optimized_model"] = std::filesystem::absolute(o.optimized_model).string();
+  if (!o.profile_prefix.empty()) request["profile_prefix"] = std::filesystem::absolute(o.profile_prefix).string();
+  for (const Encoding& e : encodings) request["sentences"].push_back(e.ids);
+  std::ofstream(dir / "request.json") << request.dump();
+
+  Adapter adapter(o, dir / "request.json", dir / "stderr.txt", candidate);
+  Run r;
+  const std::vector<std::string> ready = words(adapter.line(o.startup_seconds, "creating the session"));
+  if (ready.size() != 3 || ready[0] != "ready") throw InputError(candidate, "the adapter did not say ready");
+  r.version = ready[1];
+  r.session_ms = std::stod(ready[2]);
+  for (size_t i = 0; i < encodings.size(); ++i) {
+    const std::vector<std::string> done = words(adapter.line(o.sentence_seconds, fmt::format("sentence {}", i)));
+    if (done.size() != 3 || done[0] != "done" || done[1] != std::to_string(i))
+      throw InputError(candidate, fmt::format("the adapter answered \"{}\" for sentence {}", fmt::join(done, " "), i));
+    r.sentence_ms.push_back(std::stod(done[2]));
+    if (o.plain) continue;
+    Trace t = load_trace(dir / fmt::format("{}.safetensors", i), vocab);
+    if (t.input_ids != encodings[i].ids)
+      throw InputError(candidate, fmt::format("the trace of sentence {} holds other token ids", i));
+    t.tokens = encodings[i].tokens;
+    t.word_ids = encodings[i].word_ids;
+    r.traces.push_back(std::move(t));
+  }
+  adapter.finish(o.sentence_seconds);
+  return r;
+}
+
+}  // namespace lenscheck::onnxruntime

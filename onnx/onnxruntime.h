@@ -1,0 +1,40 @@
+#pragma once
+// ONNX Runtime as a candidate: onnxruntime-node (npm, CPU execution provider) driven through
+// onnx/ort-adapter.js, started as a subprocess with a bound on each step.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "model/tokenizer.h"
+#include "model/trace.h"
+#include "model/vocab.h"
+
+namespace lenscheck::onnxruntime {
+
+struct Options {
+  std::string node = "node";            // the Node.js executable, looked up on PATH
+  std::filesystem::path adapter;        // ort-adapter.js; empty: the checkout's onnx/ort-adapter.js
+  std::filesystem::path node_modules;   // where onnxruntime-node is; empty: the checkout's .deps/npm
+  unsigned intra_op_threads = 1;
+  std::string graph_optimization = "all";  // disabled, basic, extended, layout or all (ORT's levels)
+  // Bounds on each step, in seconds: session creation (the graph loaded and optimised), then each
+  // sentence's run and trace written (cli/main.cpp says where the defaults come from).
+  double startup_seconds = 120, sentence_seconds = 60;
+  bool plain = false;                   // fetch last_hidden_state alone, write no trace (timing)
+  std::filesystem::path optimized_model;  // if set, ORT writes the graph it runs, after its optimisations
+  std::filesystem::path profile_prefix;   // if set, ORT's profiler writes every kernel it ran
+};
+
+struct Run {
+  std::string version;               // onnxruntime-node's
+  double session_ms = 0;
+  std::vector<double> sentence_ms;   // ORT's session.run per sentence, as the adapter timed it
+  std::vector<Trace> traces;         // one per sentence (none if plain)
+};
+
+// Runs `model` on every encoding. `candidate` names the candidate in every error (an InputError: ORT
+// or node missing, the graph refused, a step past its bound, a trace unreadable or for other ids).
+Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodings, const Options& options,
+        const std::string& candidate, const std::string& precision, const Vocab& vocab);
+
+}  // namespace lenscheck::onnxruntime
