@@ -2,6 +2,7 @@
 // a weakened tolerance file shows up as a surviving mutant (the harness sees its own blind spot).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -32,14 +33,17 @@ const CaseResult& result_of(const MutateResult& r, const std::string& name) {
   throw std::out_of_range(name);
 }
 
-MutateResult mutate_on(const char* fixture) {
+// Each fixture's run once, shared by the tests that read it.
+const MutateResult& mutate_on(const std::string& fixture) {
+  static std::map<std::string, MutateResult> runs;
+  if (const auto it = runs.find(fixture); it != runs.end()) return it->second;
   const Checkpoint ck = load_checkpoint(test::fixture(fixture));
   const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
   const auto sentences = load_sentences(sentences_file);
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
   StudyPlan plan = load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml");
   const Checkpoint planted = load_checkpoint(test::fixture("planted-sink"));
-  return run_mutations({ck, sentences, sentences_file, tol, plan, planted, ""});
+  return runs[fixture] = run_mutations({ck, sentences, sentences_file, tol, plan, planted, ""});
 }
 
 }  // namespace
@@ -53,7 +57,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, MutateOn,
                          ::testing::Values("bert-mini", "trained-mini", "planted-sink", "saturated-sink"));
 
 TEST_P(MutateOn, EveryCaseBehavesAsDeclaredAndTheScoreIsFull) {
-  const MutateResult r = mutate_on(GetParam());
+  const MutateResult& r = mutate_on(GetParam());
   for (const CaseResult& c : r.cases) EXPECT_TRUE(c.ok()) << c.mutation->name << ": " << c.status() << " — " << c.outcome.evidence;
   EXPECT_EQ(r.killed(), r.non_equivalent());
   EXPECT_GE(r.non_equivalent(), 17u);
@@ -65,7 +69,7 @@ TEST_P(MutateOn, EveryCaseBehavesAsDeclaredAndTheScoreIsFull) {
 // exp range. On soft attention it holds and the mutant survives; where scores reach 120 it fails, and
 // the mutant is an ordinary one that the gate kills.
 TEST(Mutate, ConditionalEquivalenceIsDecidedPerModelAndTheVerdictFollowsIt) {
-  const MutateResult soft = mutate_on("bert-mini"), saturated = mutate_on("saturated-sink");
+  const MutateResult &soft = mutate_on("bert-mini"), &saturated = mutate_on("saturated-sink");
   const CaseResult& on_soft = result_of(soft, "softmax-without-max");
   EXPECT_EQ(on_soft.equivalence.verdict, Equivalence::Verdict::equivalent) << on_soft.equivalence.why;
   EXPECT_FALSE(on_soft.outcome.caught);
