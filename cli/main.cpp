@@ -14,6 +14,7 @@
 #include "harness/corpus.h"
 #include "harness/fixture.h"
 #include "harness/inspect.h"
+#include "harness/report_file.h"
 #include "harness/verify.h"
 #include "harness/verify_report.h"
 #include "model/error.h"

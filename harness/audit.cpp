@@ -11,7 +11,7 @@
 #include "model/safetensors.h"
 #include "model/sha256.h"
 #include "harness/parallel.h"
-#include "harness/verify.h"
+#include "harness/report_file.h"
 #include "runtime/encoder.h"
 
 namespace lenscheck {

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/verify_report.h"
+#include "harness/report_file.h"
 
 namespace lenscheck {
 

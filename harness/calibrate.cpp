@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/parallel.h"
+#include "harness/report_file.h"
 #include "harness/verify.h"
-#include "harness/verify_report.h"
 #include "model/seeded_rng.h"
 #include "oracle/oracle.h"
 #include "runtime/encoder.h"

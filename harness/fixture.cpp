@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/planted.h"
-#include "harness/verify_report.h"
+#include "harness/report_file.h"
 #include "model/error.h"
 #include "model/safetensors.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "harness/verify_report.h"
+#include "harness/report_file.h"
 
 namespace lenscheck {
 

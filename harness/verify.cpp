@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "harness/parallel.h"
+#include "harness/report_file.h"
 #include "model/seeded_rng.h"
 #include "model/error.h"
 #include "model/trace_io.h"
@@ -16,8 +17,6 @@
 #include "runtime/encoder.h"
 
 namespace lenscheck {
-
-std::string build_version() { return LENSCHECK_BUILD_VERSION; }
 
 std::string family_of(const std::string& name) {
   static const std::regex layer_index(R"(^layer\.\d+\.)");

@@ -115,8 +115,6 @@ class Judge {
 ComparisonSummary summarise(const std::vector<std::pair<std::string, const TraceComparison*>>& runs, Rule rule,
                             std::string candidate, std::string reference);
 
-std::string build_version();
-
 // "layer.3.attention.probs" -> "layer.*.attention.probs"; other names as they are.
 std::string family_of(const std::string& name);
 

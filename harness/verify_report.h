@@ -15,7 +15,4 @@ std::string verify_heat_map(const VerifyResult& result);
 void write_verify_json(const VerifyResult& result, const std::filesystem::path& file);
 void write_verify_junit(const VerifyResult& result, const std::filesystem::path& file);
 
-// Writes `text` to `file` through a temporary name, creating the parent folder.
-void write_text_file(const std::filesystem::path& file, const std::string& text);
-
 }  // namespace lenscheck

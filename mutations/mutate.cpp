@@ -9,7 +9,7 @@
 
 #include "harness/parallel.h"
 #include "harness/verify.h"
-#include "harness/verify_report.h"
+#include "harness/report_file.h"
 #include "oracle/oracle.h"
 #include "runtime/encoder.h"
 
