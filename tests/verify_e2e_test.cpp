@@ -2,7 +2,7 @@
 // trace and names the tensor, and turns bad input into exit code 2.
 #include <gtest/gtest.h>
 
-#include "harness/verify.h"
+#include "gate/verify.h"
 #include "model/trace_io.h"
 #include "tests/test_support.h"
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare.h"
-#include "harness/sentences.h"
-#include "harness/tolerances.h"
+#include "gate/compare.h"
+#include "common/sentences.h"
+#include "gate/tolerances.h"
 #include "model/checkpoint.h"
 
 namespace lenscheck {

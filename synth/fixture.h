@@ -36,7 +36,7 @@ struct FixtureOptions {
   bool trained = false;   // trained_statistics() instead of init_statistics()
   bool prefixed = false;  // BertForMaskedLM naming: "bert." prefix, plus pooler and cls.* heads
   bool float64 = false;   // store weights as F64 instead of F32
-  bool planted_sink = false;  // constructed weights with a known sink (harness/planted.h)
+  bool planted_sink = false;  // constructed weights with a known sink (synth/planted.h)
 };
 
 // BERT-mini's shape (4 layers, hidden 256, 4 heads, intermediate 1024), BERT-base's, or the tiny one.

@@ -1,4 +1,4 @@
-#include "harness/report_file.h"
+#include "common/report_file.h"
 
 #include <fstream>
 

@@ -2,7 +2,7 @@
 // What `lenscheck verify` writes: Markdown for people, JSON for tools, JUnit for CI.
 #include <filesystem>
 
-#include "harness/verify.h"
+#include "gate/verify.h"
 
 namespace lenscheck {
 

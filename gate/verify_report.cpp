@@ -1,4 +1,4 @@
-#include "harness/verify_report.h"
+#include "gate/verify_report.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <regex>
 #include <nlohmann/json.hpp>
 
-#include "harness/report_file.h"
+#include "common/report_file.h"
 
 namespace lenscheck {
 

@@ -1,4 +1,4 @@
-#include "harness/verify.h"
+#include "gate/verify.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <map>
 #include <regex>
 
-#include "harness/parallel.h"
-#include "harness/report_file.h"
+#include "common/parallel.h"
+#include "common/report_file.h"
 #include "model/seeded_rng.h"
 #include "model/error.h"
 #include "model/trace_io.h"
