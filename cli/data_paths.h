@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "harness/study_plan.h"
+#include "audit/study_plan.h"
 
 namespace lenscheck::cli {
 

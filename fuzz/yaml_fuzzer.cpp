@@ -1,8 +1,8 @@
 // The strict YAML readers (sentences and tolerances files) on arbitrary bytes: an InputError naming the
 // file is the only acceptable complaint; a YAML exception escaping them would abort the CLI.
 #include "fuzz/memory_file.h"
-#include "harness/sentences.h"
-#include "harness/tolerances.h"
+#include "common/sentences.h"
+#include "gate/tolerances.h"
 #include "model/error.h"
 
 using namespace lenscheck;

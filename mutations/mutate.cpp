@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "harness/parallel.h"
-#include "harness/verify.h"
-#include "harness/verify_report.h"
+#include "common/parallel.h"
+#include "gate/verify.h"
+#include "common/report_file.h"
 #include "oracle/oracle.h"
 #include "runtime/encoder.h"
 

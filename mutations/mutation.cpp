@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "harness/audit.h"
-#include "harness/compare.h"
+#include "audit/audit.h"
+#include "gate/compare.h"
 #include "runtime/encoder.h"
 #include "runtime/kernels.h"
 #include "runtime/lens.h"

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/sentences.h"
-#include "harness/study_plan.h"
-#include "harness/verify.h"
+#include "common/sentences.h"
+#include "audit/study_plan.h"
+#include "gate/verify.h"
 #include "model/checkpoint.h"
 #include "model/trace.h"
 #include "runtime/faults.h"

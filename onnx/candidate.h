@@ -3,7 +3,7 @@
 // tensor as an output, run in ONNX Runtime on every sentence, judged as the runtime is.
 #include <string>
 
-#include "harness/verify.h"
+#include "gate/verify.h"
 #include "onnx/export.h"
 #include "onnx/onnxruntime.h"
 

@@ -11,7 +11,7 @@
 #include <limits>
 #include <map>
 
-#include "harness/verify.h"
+#include "gate/verify.h"
 #include "model/error.h"
 #include "model/trace.h"
 

@@ -23,7 +23,7 @@ class OracleError : public std::runtime_error {
 class Oracle {
  public:
   // `rounding_probe` non-zero: every LayerNorm output moved one float step, up or down as that seed
-  // draws (the derived gate's sensitivity probe, harness/verify.h); 0: the model as it is.
+  // draws (the derived gate's sensitivity probe, gate/verify.h); 0: the model as it is.
   Oracle(const BertConfig& config, const BertWeights& weights, Precision precision, uint64_t rounding_probe = 0);
   ~Oracle();
   Oracle(Oracle&&) noexcept;

@@ -10,9 +10,9 @@
 #include <cfloat>
 #include <cmath>
 
-#include "harness/compare.h"
-#include "harness/tolerances.h"
-#include "harness/verify.h"
+#include "gate/compare.h"
+#include "gate/tolerances.h"
+#include "gate/verify.h"
 #include "oracle/oracle.h"
 #include "properties/generators.h"
 #include "runtime/encoder.h"

@@ -9,10 +9,10 @@
 #include <random>
 #include <sstream>
 
-#include "harness/audit.h"
-#include "harness/audit_partial.h"
-#include "harness/audit_report.h"
-#include "harness/corpus.h"
+#include "audit/audit.h"
+#include "audit/audit_partial.h"
+#include "audit/audit_report.h"
+#include "synth/corpus.h"
 #include "model/checkpoint.h"
 #include "model/error.h"
 #include "tests/test_support.h"

@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/audit.h"
-#include "harness/audit_report.h"
-#include "harness/corpus.h"
-#include "harness/planted.h"
+#include "audit/audit.h"
+#include "audit/audit_report.h"
 #include "model/error.h"
+#include "synth/corpus.h"
+#include "synth/planted.h"
 #include "model/sha256.h"
 #include "runtime/encoder.h"
 #include "tests/test_support.h"

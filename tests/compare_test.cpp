@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/compare.h"
-#include "harness/tolerances.h"
+#include "gate/compare.h"
+#include "gate/tolerances.h"
 #include "model/error.h"
 #include "tests/test_support.h"
 

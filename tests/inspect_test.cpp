@@ -4,7 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "harness/inspect.h"
+#include "inspect/inspect.h"
 #include "tests/test_support.h"
 
 using namespace lenscheck;

@@ -13,7 +13,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "harness/verify.h"
+#include "gate/verify.h"
 #include "model/error.h"
 #include "model/safetensors.h"
 #include "runtime/encoder.h"

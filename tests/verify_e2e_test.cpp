@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "harness/verify.h"
+#include "gate/verify.h"
 #include "model/trace_io.h"
 #include "runtime/encoder.h"
 #include "tests/test_support.h"

@@ -1,4 +1,4 @@
-#include "harness/yaml_input.h"
+#include "common/yaml_input.h"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,10 @@
-#include "harness/sentences.h"
+#include "common/sentences.h"
 
 #include <fmt/format.h>
 
 #include <set>
 
-#include "harness/yaml_input.h"
+#include "common/yaml_input.h"
 #include "model/error.h"
 
 namespace lenscheck {

@@ -1,10 +1,10 @@
-#include "harness/audit_report.h"
+#include "audit/audit_report.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "harness/verify_report.h"
+#include "common/report_file.h"
 
 namespace lenscheck {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/tolerances.h"
+#include "gate/tolerances.h"
 #include "model/config.h"
 #include "model/trace.h"
 

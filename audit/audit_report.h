@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <string>
 
-#include "harness/audit.h"
+#include "audit/audit.h"
 
 namespace lenscheck {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/sentences.h"
-#include "harness/study_plan.h"
+#include "common/sentences.h"
+#include "audit/study_plan.h"
 #include "model/checkpoint.h"
 #include "runtime/rows.h"
 

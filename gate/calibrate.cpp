@@ -1,4 +1,4 @@
-#include "harness/calibrate.h"
+#include "gate/calibrate.h"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "harness/parallel.h"
-#include "harness/verify.h"
-#include "harness/verify_report.h"
+#include "common/parallel.h"
+#include "common/report_file.h"
+#include "gate/verify.h"
 #include "model/seeded_rng.h"
 #include "oracle/oracle.h"
 #include "runtime/encoder.h"

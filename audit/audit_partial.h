@@ -3,7 +3,7 @@
 // `lenscheck audit-merge` reads it back. JSON, bit for bit: doubles round-trip exactly.
 #include <filesystem>
 
-#include "harness/audit.h"
+#include "audit/audit.h"
 
 namespace lenscheck {
 

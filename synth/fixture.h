@@ -36,7 +36,7 @@ struct FixtureOptions {
   bool trained = false;   // trained_statistics() instead of init_statistics()
   bool prefixed = false;  // BertForMaskedLM naming: "bert." prefix, plus pooler and cls.* heads
   bool float64 = false;   // store weights as F64 instead of F32
-  bool planted_sink = false;  // constructed weights with a known sink (harness/planted.h)
+  bool planted_sink = false;  // constructed weights with a known sink (synth/planted.h)
   bool saturated_sink = false;  // the same construction with saturated sink heads (SinkHeads::saturated)
 };
 

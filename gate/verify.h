@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare.h"
-#include "harness/sentences.h"
-#include "harness/tolerances.h"
+#include "gate/compare.h"
+#include "common/sentences.h"
+#include "gate/tolerances.h"
 #include "model/checkpoint.h"
 
 namespace lenscheck {
@@ -123,8 +123,6 @@ class Judge {
 
 ComparisonSummary summarise(const std::vector<std::pair<std::string, const TraceComparison*>>& runs, Rule rule,
                             std::string candidate, std::string reference);
-
-std::string build_version();
 
 // "layer.3.attention.probs" -> "layer.*.attention.probs"; other names as they are.
 std::string family_of(const std::string& name);

@@ -1,8 +1,8 @@
-#include "harness/study_plan.h"
+#include "audit/study_plan.h"
 
 #include <fmt/format.h>
 
-#include "harness/yaml_input.h"
+#include "common/yaml_input.h"
 
 namespace lenscheck {
 

@@ -1,4 +1,4 @@
-#include "harness/inspect.h"
+#include "inspect/inspect.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "harness/verify_report.h"
+#include "common/report_file.h"
 
 namespace lenscheck {
 

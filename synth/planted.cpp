@@ -1,4 +1,4 @@
-#include "harness/planted.h"
+#include "synth/planted.h"
 
 #include <cmath>
 #include <stdexcept>

@@ -1,8 +1,8 @@
-#include "harness/tolerances.h"
+#include "gate/tolerances.h"
 
 #include <fmt/format.h>
 
-#include "harness/yaml_input.h"
+#include "common/yaml_input.h"
 #include "model/error.h"
 
 namespace lenscheck {

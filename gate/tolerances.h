@@ -29,7 +29,7 @@ struct ToleranceSet {
 
 struct Tolerances {
   std::filesystem::path file;
-  // Derived rule: the benchmark error (relative, harness/compare.h) never counts as less than
+  // Derived rule: the benchmark error (relative, gate/compare.h) never counts as less than
   // floor · FLT_EPSILON, so a tensor that libtorch happens to compute exactly does not demand exactness.
   double floor = 0;
   ToleranceSet derived;   // k per tensor family: the release gate

@@ -1,4 +1,4 @@
-#include "harness/audit.h"
+#include "audit/audit.h"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,8 @@
 #include "model/error.h"
 #include "model/safetensors.h"
 #include "model/sha256.h"
-#include "harness/parallel.h"
-#include "harness/verify.h"
+#include "common/parallel.h"
+#include "common/report_file.h"
 #include "runtime/encoder.h"
 
 namespace lenscheck {

@@ -1,4 +1,4 @@
-#include "harness/parallel.h"
+#include "common/parallel.h"
 
 #include <algorithm>
 #include <atomic>

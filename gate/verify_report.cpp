@@ -1,29 +1,17 @@
-#include "harness/verify_report.h"
+#include "gate/verify_report.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <regex>
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
+#include "common/report_file.h"
 
 namespace lenscheck {
-
-void write_text_file(const std::filesystem::path& file, const std::string& text) {
-  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
-  const auto tmp = std::filesystem::path(file.string() + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) throw InputError(file, "cannot write");
-  }
-  std::filesystem::rename(tmp, file);
-}
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "harness/corpus.h"
+#include "synth/corpus.h"
 
 #include <fmt/format.h>
 

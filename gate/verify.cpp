@@ -1,4 +1,4 @@
-#include "harness/verify.h"
+#include "gate/verify.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,8 @@
 #include <map>
 #include <regex>
 
-#include "harness/parallel.h"
+#include "common/parallel.h"
+#include "common/report_file.h"
 #include "model/seeded_rng.h"
 #include "model/error.h"
 #include "model/trace_io.h"
@@ -16,8 +17,6 @@
 #include "runtime/encoder.h"
 
 namespace lenscheck {
-
-std::string build_version() { return LENSCHECK_BUILD_VERSION; }
 
 std::string family_of(const std::string& name) {
   static const std::regex layer_index(R"(^layer\.\d+\.)");

@@ -1,9 +1,9 @@
-#include "harness/fixture.h"
+#include "synth/fixture.h"
 
 #include <fmt/format.h>
 
-#include "harness/planted.h"
-#include "harness/verify_report.h"
+#include "synth/planted.h"
+#include "common/report_file.h"
 #include "model/error.h"
 #include "model/safetensors.h"
 

@@ -1,4 +1,4 @@
-#include "harness/compare.h"
+#include "gate/compare.h"
 
 #include <fmt/format.h>
 

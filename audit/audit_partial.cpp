@@ -1,4 +1,4 @@
-#include "harness/audit_partial.h"
+#include "audit/audit_partial.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

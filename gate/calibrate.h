@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/fixture.h"
-#include "harness/sentences.h"
-#include "harness/tolerances.h"
-#include "harness/verify.h"
+#include "synth/fixture.h"
+#include "common/sentences.h"
+#include "gate/tolerances.h"
+#include "gate/verify.h"
 #include "model/checkpoint.h"
 #include "model/tokenizer.h"
 

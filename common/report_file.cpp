@@ -1,0 +1,22 @@
+#include "common/report_file.h"
+
+#include <fstream>
+
+#include "model/error.h"
+
+namespace lenscheck {
+
+std::string build_version() { return LENSCHECK_BUILD_VERSION; }
+
+void write_text_file(const std::filesystem::path& file, const std::string& text) {
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+  const auto tmp = std::filesystem::path(file.string() + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw InputError(file, "cannot write");
+  }
+  std::filesystem::rename(tmp, file);
+}
+
+}  // namespace lenscheck
