@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 
+#include "common/report_file.h"
 #include "gate/verify.h"
 #include "model/error.h"
 #include "model/trace.h"
