@@ -45,6 +45,10 @@ expect(fails "a room including a test helper" model/vocab.cpp "#include \"tests/
 expect(fails "a path around the check" gate/judge.cpp "#include \"../audit/audit.h\"\n")
 expect(fails "a header without its room" gate/judge.cpp "#include \"audit.h\"\n")
 expect(fails "a room by angle brackets" common/sentences.cpp "#include <synth/corpus.h>\n")
+expect(passes "a README that lists what its room may include" audit/README.md
+       "# audit/\n\nMay include: model/, runtime/, common/ (cmake/rooms.cmake).\n")
+expect(fails "a README that lists what its room may not include" audit/README.md
+       "# audit/\n\nMay include: model/, runtime/, common/, gate/ (cmake/rooms.cmake).\n")
 file(WRITE "${WORK}/upward.cmake" "set(LENSCHECK_ROOMS model gate audit)\nset(LENSCHECK_USES_gate model audit)\nset(LENSCHECK_USES_audit model)\n")
 expect(fails "a table whose arrow runs up" model/config.h "" "${WORK}/upward.cmake")
 

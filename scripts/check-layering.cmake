@@ -1,8 +1,9 @@
 # The layering check, run by the build before any room compiles and by CTest (layering): every
 # #include of a lenscheck header in a room names the room itself or a room cmake/rooms.cmake lets it
 # use, by its path from the repository root; torch (torch/, ATen/, c10/, caffe2/) is included only
-# in oracle/*.cpp, anywhere in the tree. Separate libraries alone would not catch a wrong include:
-# every room sees the repository root, and a header-only use links. Fails naming each wrong include.
+# in oracle/*.cpp, anywhere in the tree; a room's README lists what it may include as the table
+# does. Separate libraries alone would not catch a wrong include: every room sees the repository
+# root, and a header-only use links. Fails naming each wrong include.
 #   cmake -DSOURCE_DIR=<tree> [-DROOMS_FILE=<table>] -P scripts/check-layering.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT DEFINED SOURCE_DIR)
@@ -71,8 +72,28 @@ foreach(room IN LISTS LENSCHECK_ROOMS LENSCHECK_ABOVE_ROOMS)
   endforeach()
 endforeach()
 
+# A room's README says what it may include, in the words of the table.
+foreach(room IN LISTS LENSCHECK_ROOMS)
+  set(readme "${SOURCE_DIR}/${room}/README.md")
+  if(NOT EXISTS "${readme}")
+    continue()
+  endif()
+  file(STRINGS "${readme}" said REGEX "^May include: ")
+  string(REGEX MATCHALL "[a-z_]+/" said "${said}")
+  list(TRANSFORM said REPLACE "/$" "")
+  list(REMOVE_ITEM said cmake)  # "(cmake/rooms.cmake)"
+  if(NOT said STREQUAL "${LENSCHECK_USES_${room}}")
+    set(may "no other room")
+    if(LENSCHECK_USES_${room})
+      list(TRANSFORM LENSCHECK_USES_${room} APPEND "/" OUTPUT_VARIABLE may)
+      list(JOIN may ", " may)
+    endif()
+    list(APPEND problems "${room}/README.md: its \"May include:\" line should say ${may}, as the table does")
+  endif()
+endforeach()
+
 if(problems)
   list(LENGTH problems count)
   list(JOIN problems "\n  " text)
-  message(FATAL_ERROR "layering: ${count} wrong include(s):\n  ${text}")
+  message(FATAL_ERROR "layering: ${count} problem(s):\n  ${text}")
 endif()
