@@ -14,3 +14,6 @@ set(LENSCHECK_USES_audit model runtime common)
 set(LENSCHECK_USES_mutations model runtime oracle common gate audit)
 set(LENSCHECK_USES_onnx model runtime oracle common gate)
 set(LENSCHECK_USES_cli model runtime oracle common synth inspect gate audit mutations onnx)
+# Outside the layering, above every room: these may include any room but never torch, and no room
+# includes them.
+set(LENSCHECK_ABOVE_ROOMS tests properties bench fuzz)

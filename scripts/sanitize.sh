@@ -17,9 +17,10 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Asan \
 exclude=${LENSCHECK_SANITIZE_EXCLUDE-properties|onnxruntime}
 select=()
 [ -z "$exclude" ] || select=(-LE "$exclude")
-# The test executables are named after their tests; fixture.*, install.* and onnxruntime.* are scripts.
+# The test executables are named after their tests; fixture.*, install.*, onnxruntime.* and layering*
+# are scripts.
 mapfile -t tests < <(ctest --test-dir build-asan -N "${select[@]}" | sed -n 's/^ *Test *#[0-9]*: //p' |
-                     grep -v '^fixture\.\|^install\.\|^onnxruntime\.' | sort -u)
+                     grep -v '^fixture\.\|^install\.\|^onnxruntime\.\|^layering' | sort -u)
 cmake --build build-asan --target "${tests[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:strict_string_checks=1
