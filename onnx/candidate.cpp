@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
 #include "model/error.h"
 
@@ -44,13 +43,8 @@ VerifyResult verify_onnxruntime(const Checkpoint& ck, const std::vector<Sentence
   const std::string label = fmt::format("onnxruntime {} (CPU, {} intra-op thread{}, graph optimization {})", arithmetic,
                                         spec.ort.intra_op_threads, spec.ort.intra_op_threads == 1 ? "" : "s",
                                         spec.ort.graph_optimization);
-  char pattern[] = "/tmp/lenscheck-onnx-XXXXXX";
-  if (!mkdtemp(pattern)) throw InputError("/tmp", "cannot create a folder for the exported graph");
-  const std::filesystem::path dir = pattern;
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() { std::error_code ec; std::filesystem::remove_all(dir, ec); }
-  } cleanup{dir};
+  const onnxruntime::ScratchFolder scratch("the exported graph");
+  const std::filesystem::path& dir = scratch.path();
 
   const auto started = std::chrono::steady_clock::now();
   const std::filesystem::path graph = dir / fmt::format("bert-{}-trace.onnx", variant);

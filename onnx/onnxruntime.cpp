@@ -20,6 +20,17 @@
 
 namespace lenscheck::onnxruntime {
 
+ScratchFolder::ScratchFolder(const std::string& what) {
+  char pattern[] = "/tmp/lenscheck-ort-XXXXXX";
+  if (!mkdtemp(pattern)) throw InputError("/tmp", "cannot create a folder for " + what);
+  path_ = pattern;
+}
+
+ScratchFolder::~ScratchFolder() {
+  std::error_code ignored;  // a folder that cannot be removed is left behind, not an error of the run
+  std::filesystem::remove_all(path_, ignored);
+}
+
 namespace {
 
 std::string tail_of(const std::filesystem::path& file, size_t chars = 2000) {
@@ -133,13 +144,8 @@ Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodin
   if (!std::filesystem::is_directory(o.node_modules / "onnxruntime-node"))
     throw InputError(o.node_modules, fmt::format("{}: onnxruntime-node is not installed here "
                                                  "(scripts/install-deps.sh installs it)", candidate));
-  char pattern[] = "/tmp/lenscheck-ort-XXXXXX";
-  if (!mkdtemp(pattern)) throw InputError("/tmp", "cannot create a folder for the candidate's traces");
-  const std::filesystem::path dir = pattern;
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() { std::error_code ec; std::filesystem::remove_all(dir, ec); }
-  } cleanup{dir};
+  const ScratchFolder scratch("the candidate's traces");
+  const std::filesystem::path& dir = scratch.path();
 
   nlohmann::json request = {{"model", std::filesystem::absolute(model).string()},
                             {"out_dir", dir.string()},

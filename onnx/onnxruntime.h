@@ -11,6 +11,20 @@
 
 namespace lenscheck::onnxruntime {
 
+// A fresh folder under /tmp for one candidate run's files (graph, request, traces), removed with
+// everything in it when the run ends, however it ends. An InputError naming `what` if none can be made.
+class ScratchFolder {
+ public:
+  explicit ScratchFolder(const std::string& what);
+  ~ScratchFolder();
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 struct Options {
   std::string node = "node";            // the Node.js executable, looked up on PATH
   std::filesystem::path adapter;        // ort-adapter.js; empty: the checkout's onnx/ort-adapter.js
