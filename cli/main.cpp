@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include "cli/arguments.h"
 #include "cli/data_paths.h"
@@ -37,8 +38,8 @@ void print_summary(const lc::ComparisonSummary& c) {
   for (const lc::TensorSummary& t : c.families) {
     const std::string measure =
         c.rule == lc::Rule::derived
-            ? fmt::format("{:5.2f}x libtorch's fp32 error at most (median {:4.2f}x, k {:g})", t.ratios.max(),
-                          t.ratios.median(), t.tolerance.k)
+            ? fmt::format("{:5.2f}x {}'s error at most (median {:4.2f}x, k {:g})", t.ratios.max(),
+                          lc::benchmark_label(c.arithmetic), t.ratios.median(), t.tolerance.k)
             : fmt::format("max abs {:.3e}  max rel {:.3e}  max ULP {:>6}", t.max_abs, t.max_rel, t.max_ulp);
     fmt::print("  {:<36} {}  bound used {:5.1f} %  {}\n", t.name, measure, 100 * t.bound_used,
                t.pass() ? "pass" : "FAIL " + t.problem);
@@ -58,8 +59,8 @@ int run_verify(const lc::VerifyResult& r, const std::string& report,
   for (const lc::SentenceVerdict& v : r.sentences)
     if (const lc::TensorComparison* first = v.gate.first_divergence()) {
       const std::string why = !first->problem.empty() ? first->problem
-                              : first->derived ? fmt::format("{:.3g}x libtorch's fp32 error, k {:g}",
-                                                             first->derived->ratio, first->tolerance.k)
+                              : first->derived ? fmt::format("{:.3g}x {}'s error, k {:g}", first->derived->ratio,
+                                                             lc::benchmark_label(r.gate.arithmetic), first->tolerance.k)
                                                : fmt::format("{} elements outside tolerance", first->failing);
       fmt::print("sentence {}: first divergence at {}{} ({})\n", v.sentence.id, first->name, first->worst_label, why);
     } else if (!v.gate.problem.empty())
@@ -97,8 +98,11 @@ int main(int argc, char** argv) {
                                            "oracle) instead of the derived rule");
   verify->add_option("--reference", reference, "judge this trace (safetensors), or every *.safetensors of this "
                                                "directory (one sentence each), instead of the runtime");
-  std::string candidate = "runtime";
+  std::string candidate = "runtime", declared;
   lc::onnx_export::CandidateSpec ort;
+  verify->add_option("--precision", declared, "the arithmetic the candidate declares, which its benchmark computes "
+                                              "in: fp32, tf32, bf16, fp16 or int8. Default: the candidate's own (the "
+                                              "runtime fp32, onnxruntime:fp16 fp16, a reference trace its precision)");
   verify->add_option("--candidate", candidate, "runtime, or onnxruntime[:fp16|:int8]: the checkpoint exported to "
                                                "ONNX and run in onnxruntime-node (CPU) on every sentence")
       ->capture_default_str();
@@ -221,17 +225,22 @@ int main(int argc, char** argv) {
       const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
       const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
       const lc::Rule rule = absolute ? lc::Rule::absolute : lc::Rule::derived;
+      std::optional<lc::Arithmetic> arithmetic;
+      if (!declared.empty()) arithmetic = lc::parse_arithmetic(declared, "--precision");
       if (!reference.empty())
-        return run_verify(lc::verify_reference(ck, reference, tol, rule), report, json, junit);
+        return run_verify(lc::verify_reference(ck, reference, tol, rule, arithmetic), report, json, junit);
       const auto list = lc::load_sentences(data.checked(sentences));
       if (candidate != "runtime") {
         ort.variant = lc::onnx_export::parse_candidate(candidate);
-        return run_verify(lc::onnx_export::verify_onnxruntime(ck, list, sentences, tol,
-                                                              {.rule = rule, .threads = threads}, ort),
-                          report, json, junit);
+        const lc::VerifyOptions options{
+            .rule = rule, .arithmetic = arithmetic.value_or(lc::onnx_export::declared_arithmetic(ort.variant)),
+            .threads = threads};
+        return run_verify(lc::onnx_export::verify_onnxruntime(ck, list, sentences, tol, options, ort), report, json,
+                          junit);
       }
-      return run_verify(lc::verify_sentences(ck, list, sentences, tol, {.rule = rule, .threads = threads}), report,
-                        json, junit);
+      const lc::VerifyOptions options{.rule = rule, .arithmetic = arithmetic.value_or(lc::Arithmetic::fp32),
+                                      .threads = threads};
+      return run_verify(lc::verify_sentences(ck, list, sentences, tol, options), report, json, junit);
     }
     if (*export_onnx) {
       const lc::Checkpoint ck = lc::load_checkpoint(model_dir);

@@ -10,7 +10,6 @@
 
 #include "common/parallel.h"
 #include "common/report_file.h"
-#include "model/seeded_rng.h"
 #include "model/error.h"
 #include "model/trace_io.h"
 #include "oracle/oracle.h"
@@ -24,6 +23,10 @@ std::string family_of(const std::string& name) {
 }
 
 std::string rule_name(Rule rule) { return rule == Rule::derived ? "derived" : "absolute"; }
+
+std::string benchmark_label(Arithmetic a) {
+  return a == Arithmetic::fp32 ? "libtorch fp32" : fmt::format("libtorch {} (simulated in fp64)", arithmetic_name(a));
+}
 
 double Ratios::max() const { return values.empty() ? 0.0 : *std::max_element(values.begin(), values.end()); }
 
@@ -105,18 +108,6 @@ VerifyResult header(const Checkpoint& ck, const std::filesystem::path& sentences
   return r;
 }
 
-// Every parameter moved one float step, up or down as `seed` draws.
-BertWeights rounding_perturbed(const BertConfig& config, const BertWeights& weights, uint64_t seed) {
-  BertWeights out = weights;
-  SeededRng rng(seed);
-  for_each_param(config, out, [&](const std::string&, Param& p, const std::vector<int64_t>&) {
-    for (float& w : p.values)
-      w = std::nextafter(w, rng.next() & 1 ? std::numeric_limits<float>::infinity()
-                                           : -std::numeric_limits<float>::infinity());
-  });
-  return out;
-}
-
 }  // namespace
 
 struct Judge::Oracles {
@@ -125,14 +116,16 @@ struct Judge::Oracles {
   std::optional<oracle::Oracle> fp64;
 };
 
-Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule)
-    : checkpoint_(ck), tolerances_(tolerances), rule_(rule) {
+Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule, Arithmetic arithmetic)
+    : checkpoint_(ck), tolerances_(tolerances), rule_(rule), arithmetic_(arithmetic) {
+  if (rule == Rule::absolute && arithmetic != Arithmetic::fp32)
+    throw InputError("--absolute", fmt::format("the absolute rule's bounds are fp32's; a candidate that declares "
+                                               "{} is judged by the derived rule", arithmetic_name(arithmetic)));
   try {
-    oracles_ = std::make_unique<Oracles>(Oracles{{ck.config, ck.weights, oracle::Precision::fp32}, {}, {}});
+    oracles_ = std::make_unique<Oracles>(Oracles{oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic), {}, {}});
     if (rule == Rule::derived) {
       for (int seed = 1; seed <= kRoundingProbes; ++seed)
-        oracles_->perturbed.emplace_back(ck.config, rounding_perturbed(ck.config, ck.weights, uint64_t(seed)),
-                                         oracle::Precision::fp32, uint64_t(seed));
+        oracles_->perturbed.push_back(oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic, uint64_t(seed)));
       oracles_->fp64.emplace(ck.config, ck.weights, oracle::Precision::fp64);
     }
   } catch (const oracle::OracleError& e) {
@@ -147,8 +140,8 @@ Judge::References Judge::references(const Encoding& encoding) const {
     References r{oracles_->fp32.forward(encoding), {}, {}};
     for (const oracle::Oracle& o : oracles_->perturbed) {
       r.perturbed.push_back(o.forward(encoding));
-      r.perturbed.back().producer = fmt::format("oracle fp32 (weights and LayerNorm outputs moved one float step, seed {})",
-                                                r.perturbed.size());
+      r.perturbed.back().producer = fmt::format("{} (weights and LayerNorm outputs moved one step, seed {})",
+                                                r.perturbed.back().producer, r.perturbed.size());
     }
     if (oracles_->fp64) r.truth = oracles_->fp64->forward(encoding);
     return r;
@@ -165,9 +158,10 @@ TraceComparison Judge::judge(const Trace& candidate, const References& refs) con
 }
 
 ComparisonSummary summarise(const std::vector<std::pair<std::string, const TraceComparison*>>& runs, Rule rule,
-                            std::string candidate, std::string reference) {
+                            Arithmetic arithmetic, std::string candidate, std::string reference) {
   ComparisonSummary s;
   s.rule = rule;
+  s.arithmetic = arithmetic;
   s.candidate = std::move(candidate);
   s.reference = std::move(reference);
   std::map<std::string, size_t> tensor_at, family_at;
@@ -199,10 +193,12 @@ ComparisonSummary summarise(const std::vector<std::pair<std::string, const Trace
 
 namespace {
 
-ComparisonSummary summarise_verdicts(const std::vector<SentenceVerdict>& verdicts, Rule rule, std::string candidate) {
+ComparisonSummary summarise_verdicts(const std::vector<SentenceVerdict>& verdicts, const Judge& judge,
+                                     std::string candidate) {
   std::vector<std::pair<std::string, const TraceComparison*>> runs;
   for (const SentenceVerdict& v : verdicts) runs.emplace_back(v.sentence.id, &v.gate);
-  return summarise(runs, rule, std::move(candidate), rule == Rule::derived ? "oracle fp64" : "oracle fp32");
+  return summarise(runs, judge.rule(), judge.arithmetic(), std::move(candidate),
+                   judge.rule() == Rule::derived ? "oracle fp64" : "oracle fp32");
 }
 
 }  // namespace
@@ -213,7 +209,7 @@ VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>&
   VerifyResult r = header(ck, sentences_file, tolerances, options.rule);
   const BertTokenizer tokenizer(ck.vocab);
   const runtime::Encoder encoder(ck.config, ck.weights);
-  const Judge judge(ck, tolerances, options.rule);
+  const Judge judge(ck, tolerances, options.rule, options.arithmetic);
 
   const size_t max_tokens = static_cast<size_t>(ck.config.max_position_embeddings);
   std::vector<Encoding> encodings;  // all sentences are checked before any is run
@@ -227,7 +223,7 @@ VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>&
     v.tokens = encodings[i].tokens;
     v.gate = judge.judge(encoder.forward(encodings[i]), judge.references(encodings[i]));
   });
-  r.gate = summarise_verdicts(r.sentences, options.rule, "runtime fp32");
+  r.gate = summarise_verdicts(r.sentences, judge, "runtime fp32");
   return r;
 }
 
@@ -242,7 +238,7 @@ VerifyResult verify_candidate(const Checkpoint& ck, const std::vector<Sentence>&
   const std::vector<Trace> traces = run(encodings);
   if (traces.size() != encodings.size())
     throw InputError(candidate, fmt::format("{} traces for {} sentences", traces.size(), encodings.size()));
-  const Judge judge(ck, tolerances, options.rule);
+  const Judge judge(ck, tolerances, options.rule, options.arithmetic);
   r.sentences.resize(sentences.size());
   parallel_for(sentences.size(), options.threads, [&](size_t i) {
     SentenceVerdict& v = r.sentences[i];
@@ -250,12 +246,12 @@ VerifyResult verify_candidate(const Checkpoint& ck, const std::vector<Sentence>&
     v.tokens = encodings[i].tokens;
     v.gate = judge.judge(traces[i], judge.references(encodings[i]));
   });
-  r.gate = summarise_verdicts(r.sentences, options.rule, candidate);
+  r.gate = summarise_verdicts(r.sentences, judge, candidate);
   return r;
 }
 
 VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path& reference,
-                              const Tolerances& tolerances, Rule rule) {
+                              const Tolerances& tolerances, Rule rule, std::optional<Arithmetic> declared) {
   VerifyResult r = header(ck, reference, tolerances, rule);
   std::vector<std::filesystem::path> files;
   if (std::filesystem::is_directory(reference)) {
@@ -266,22 +262,38 @@ VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path&
   } else {
     files.push_back(reference);
   }
-  const Judge judge(ck, tolerances, rule);
-  std::string producer;
+  std::vector<Trace> candidates;
   for (const std::filesystem::path& file : files) {
-    const Trace candidate = load_trace(file, ck.vocab);
-    if (candidate.input_ids.size() > size_t(ck.config.max_position_embeddings))
+    candidates.push_back(load_trace(file, ck.vocab));
+    if (candidates.back().input_ids.size() > size_t(ck.config.max_position_embeddings))
       throw InputError(file, fmt::format("input_ids has {} tokens, more than max_position_embeddings {}",
-                                         candidate.input_ids.size(), ck.config.max_position_embeddings));
+                                         candidates.back().input_ids.size(), ck.config.max_position_embeddings));
+  }
+  // What the traces declare, unless the caller declares for them: all alike, or the verdict would mix rules.
+  Arithmetic arithmetic = declared.value_or(Arithmetic::fp32);
+  if (!declared)
+    for (size_t i = 0; i < files.size(); ++i) {
+      const std::string& p = candidates[i].precision;
+      const Arithmetic a = p == "fp64" ? Arithmetic::fp32 : parse_arithmetic(p, files[i].string() + ": precision");
+      if (i > 0 && a != arithmetic)
+        throw InputError(files[i], fmt::format("declares {}, {} declares {}: judge traces of one precision at a time "
+                                               "(or give --precision)", p, files[0].filename().string(),
+                                               arithmetic_name(arithmetic)));
+      arithmetic = a;
+    }
+  const Judge judge(ck, tolerances, rule, arithmetic);
+  std::string producer;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const Trace& candidate = candidates[i];
     if (producer.empty()) producer = candidate.producer.empty() ? "reference trace" : candidate.producer;
     Encoding enc;
     enc.ids = candidate.input_ids;
     enc.tokens = candidate.tokens;
     enc.word_ids = candidate.word_ids;
-    const Sentence s{file.filename().string(), "(input ids of the reference trace)", 0};
+    const Sentence s{files[i].filename().string(), "(input ids of the reference trace)", 0};
     r.sentences.push_back({s, candidate.tokens, judge.judge(candidate, judge.references(enc))});
   }
-  r.gate = summarise_verdicts(r.sentences, rule, producer);
+  r.gate = summarise_verdicts(r.sentences, judge, producer);
   return r;
 }
 

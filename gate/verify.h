@@ -11,6 +11,7 @@
 #include "gate/compare.h"
 #include "common/sentences.h"
 #include "gate/tolerances.h"
+#include "model/arithmetic.h"
 #include "model/checkpoint.h"
 
 namespace lenscheck {
@@ -42,9 +43,13 @@ struct TensorSummary {
 
 enum class Rule { derived, absolute };
 std::string rule_name(Rule rule);
+// What the derived rule's benchmark is for a declared arithmetic: "libtorch fp32", "libtorch fp16
+// (simulated in fp64)".
+std::string benchmark_label(Arithmetic arithmetic);
 
 struct ComparisonSummary {
   Rule rule = Rule::derived;
+  Arithmetic arithmetic = Arithmetic::fp32;  // what the candidate declared: the benchmark computes in it
   std::string candidate, reference;  // producers: "runtime fp32" vs "oracle fp64" (derived) or "oracle fp32"
   std::vector<TensorSummary> tensors;  // forward order
   std::vector<TensorSummary> families; // the same, with layer indices collapsed to "layer.*."
@@ -67,6 +72,8 @@ struct VerifyResult {
 
 struct VerifyOptions {
   Rule rule = Rule::derived;
+  // The arithmetic the candidate declares (derived rule): its benchmark is libtorch computing in it.
+  Arithmetic arithmetic = Arithmetic::fp32;
   unsigned threads = 1;  // sentences in parallel; results do not depend on it
 };
 
@@ -85,11 +92,14 @@ VerifyResult verify_candidate(const Checkpoint& checkpoint, const std::vector<Se
 // against the fp64 oracle, its error measured by libtorch's fp32 error; under the absolute rule
 // against the fp32 oracle. `reference` is one trace file, or a directory whose *.safetensors are
 // judged in name order, one sentence each.
+// Each trace declares its arithmetic in its "precision" metadata (fp64 counts as fp32: the arithmetic
+// of the model's own weights); `declared`, when given, overrides what every trace says.
 VerifyResult verify_reference(const Checkpoint& checkpoint, const std::filesystem::path& reference,
-                              const Tolerances& tolerances, Rule rule);
+                              const Tolerances& tolerances, Rule rule,
+                              std::optional<Arithmetic> declared = std::nullopt);
 
-// Rounding probes of the derived rule: libtorch fp32 on the model with every parameter moved one float
-// step, up or down as a seed draws, and every LayerNorm output likewise (oracle.h). The benchmark is the
+// Rounding probes of the derived rule: libtorch on the model with every parameter moved one step of its
+// format, up or down as a seed draws, and every LayerNorm output likewise (oracle.h). The benchmark is the
 // largest of libtorch's own error and these runs' distances from the truth: the tensor's sensitivity to
 // rounding, which a tie or an ill-conditioned row makes large. One sample of rounding error can be
 // lucky, a tensor whose error is one propagated component all the more (a row that a LayerNorm outlier
@@ -98,31 +108,36 @@ VerifyResult verify_reference(const Checkpoint& checkpoint, const std::filesyste
 // has the figures).
 inline constexpr int kRoundingProbes = 3;
 
-// One sentence's candidate trace under the rule: the oracles run on its input ids.
+// One sentence's candidate trace under the rule: the oracles run on its input ids. Under the derived
+// rule the benchmark and its probes compute in the candidate's declared arithmetic
+// (oracle::Oracle::computing_in); the truth is fp64. The absolute rule is fp32's only.
 class Judge {
  public:
-  Judge(const Checkpoint& checkpoint, const Tolerances& tolerances, Rule rule);
+  Judge(const Checkpoint& checkpoint, const Tolerances& tolerances, Rule rule,
+        Arithmetic arithmetic = Arithmetic::fp32);
   ~Judge();
   // What a candidate is judged by, for one input.
   struct References {
-    Trace benchmark;                 // libtorch fp32
-    std::vector<Trace> perturbed;    // libtorch fp32, the kRoundingProbes probes; derived rule only
+    Trace benchmark;                 // libtorch in the declared arithmetic
+    std::vector<Trace> perturbed;    // the same, the kRoundingProbes probes; derived rule only
     std::optional<Trace> truth;      // libtorch fp64, derived rule only
   };
   References references(const Encoding& encoding) const;
   TraceComparison judge(const Trace& candidate, const References& references) const;
   Rule rule() const { return rule_; }
+  Arithmetic arithmetic() const { return arithmetic_; }
 
  private:
   struct Oracles;
   const Checkpoint& checkpoint_;
   const Tolerances& tolerances_;
   Rule rule_;
+  Arithmetic arithmetic_;
   std::unique_ptr<Oracles> oracles_;
 };
 
 ComparisonSummary summarise(const std::vector<std::pair<std::string, const TraceComparison*>>& runs, Rule rule,
-                            std::string candidate, std::string reference);
+                            Arithmetic arithmetic, std::string candidate, std::string reference);
 
 // "layer.3.attention.probs" -> "layer.*.attention.probs"; other names as they are.
 std::string family_of(const std::string& name);

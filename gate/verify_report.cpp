@@ -26,8 +26,9 @@ std::string result_text(const TensorSummary& t) {
 std::string summary_table(const ComparisonSummary& c, const std::vector<TensorSummary>& rows) {
   std::string s;
   if (c.rule == Rule::derived) {
-    s = fmt::format("| tensor | {0} vs libtorch's error: worst | median | k | {0} error | libtorch fp32 error | "
-                    "bound used | worst element | result |\n|---|---|---|---|---|---|---|---|---|\n", c.candidate);
+    s = fmt::format("| tensor | {0} vs libtorch's error: worst | median | k | {0} error | {1} error | "
+                    "bound used | worst element | result |\n|---|---|---|---|---|---|---|---|---|\n", c.candidate,
+                    benchmark_label(c.arithmetic));
     for (const TensorSummary& t : rows)
       s += fmt::format("| `{}` | **{:.2f}×** | {:.2f}× | {:g} | {:.3e} | {:.3e} | {:.1f} % | {} | {} |\n", t.name,
                        t.ratios.max(), t.ratios.median(), t.tolerance.k, t.candidate_error, t.benchmark_error,
@@ -53,6 +54,7 @@ std::string summary_section(const ComparisonSummary& c) {
 nlohmann::ordered_json summary_json(const ComparisonSummary& c) {
   nlohmann::ordered_json j;
   j["rule"] = rule_name(c.rule);
+  j["arithmetic"] = arithmetic_name(c.arithmetic);
   j["candidate"] = c.candidate;
   j["reference"] = c.reference;
   j["pass"] = c.pass();
@@ -99,11 +101,12 @@ nlohmann::ordered_json comparison_json(const TraceComparison& c) {
 }
 
 // Why a tensor failed, in one line, for JUnit.
-std::string failure_message(const TensorComparison& t) {
+std::string failure_message(const TensorComparison& t, Arithmetic arithmetic) {
   if (!t.problem.empty()) return t.problem;
   if (t.derived)
-    return fmt::format("error {:.3g}x libtorch's fp32 error (k {:g}): max |candidate - fp64| {:.3g}, libtorch's "
-                       "{:.3g}, floor {:.3g}; worst {}: {:.9g} vs {:.9g}", t.derived->ratio, t.tolerance.k,
+    return fmt::format("error {:.3g}x {}'s error (k {:g}): max |candidate - fp64| {:.3g}, libtorch's "
+                       "{:.3g}, floor {:.3g}; worst {}: {:.9g} vs {:.9g}", t.derived->ratio,
+                       benchmark_label(arithmetic), t.tolerance.k,
                        t.derived->candidate_error, t.derived->benchmark_error, t.derived->floor, t.worst_label,
                        t.worst_candidate, t.worst_reference);
   return fmt::format("{} of {} elements outside atol {:.1e} rtol {:.1e}; worst {}: {:.9g} vs {:.9g}", t.failing,
@@ -198,14 +201,18 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
                    "- sentences: `{}` ({} sentences)\n- tolerances: `{}`\n- oracle: {}\n",
                    r.version, r.model_dir, r.model_sha256, r.sentences_file, r.sentences.size(),
                    r.tolerances_file, r.backend);
+  if (r.gate.rule == Rule::derived)
+    s += fmt::format("- declared arithmetic: {} (the benchmark: {})\n", arithmetic_name(r.gate.arithmetic),
+                     benchmark_label(r.gate.arithmetic));
   for (const std::string& n : r.notes) s += fmt::format("- note: {}\n", n);
   s += r.gate.rule == Rule::derived
-           ? "\nThe derived rule: per tensor and sentence, the candidate's error against the fp64 oracle (the "
-             "truth) over libtorch fp32's on the same model and input. An error is the rms over the tensor of "
+           ? fmt::format("\nThe derived rule: per tensor and sentence, the candidate's error against the fp64 oracle (the "
+             "truth) over {}'s on the same model and input. An error is the rms over the tensor of "
              "|x − truth| / (|truth| + rms(truth)); libtorch's is the largest over the model as given and three "
-             "rounding probes (weights and LayerNorm outputs moved one float step), never below floor · "
+             "rounding probes (weights and LayerNorm outputs moved one step of their format), never below floor · "
              "FLT_EPSILON. Above k fails; \"bound used\" is the worst ratio over k. NaN and Inf are never close. "
-             "The error columns are those rms errors. Tokens are written `token@position`.\n\n"
+             "The error columns are those rms errors. Tokens are written `token@position`.\n\n",
+             benchmark_label(r.gate.arithmetic))
            : "\nThe absolute rule: |a − b| ≤ atol + rtol·|b|, b the fp32 oracle; NaN and Inf are never close. "
              "\"bound used\" is the worst element's |a − b| / (atol + rtol·|b|): above 100 % fails. "
              "Tokens are written `token@position`.\n\n";
@@ -259,7 +266,7 @@ void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file
       cases += "</testcase>\n";
     };
     if (!v.gate.problem.empty()) add_case("(whole trace)", false, v.gate.problem);
-    for (const TensorComparison& t : v.gate.tensors) add_case(t.name, t.pass, failure_message(t));
+    for (const TensorComparison& t : v.gate.tensors) add_case(t.name, t.pass, failure_message(t, r.gate.arithmetic));
     suites += fmt::format("  <testsuite name=\"verify.{}\" tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n",
                           xml_escape(v.sentence.id), v.gate.tensors.size(), suite_failures, cases);
   }

@@ -20,6 +20,15 @@ Variant parse_candidate(const std::string& candidate) {
                                               "onnxruntime:int8", candidate));
 }
 
+Arithmetic declared_arithmetic(Variant variant) {
+  switch (variant) {
+    case Variant::fp32: return Arithmetic::fp32;
+    case Variant::fp16: return Arithmetic::fp16;
+    case Variant::int8: return Arithmetic::int8;
+  }
+  return Arithmetic::fp32;
+}
+
 namespace {
 
 double median(std::vector<double> v) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gate/verify.h"
+#include "model/arithmetic.h"
 #include "onnx/export.h"
 #include "onnx/onnxruntime.h"
 
@@ -15,6 +16,8 @@ struct CandidateSpec {
 };
 // "onnxruntime", "onnxruntime:fp16", "onnxruntime:int8"; InputError naming --candidate otherwise.
 Variant parse_candidate(const std::string& candidate);
+// What a variant's graph computes in, as it declares to the gate: fp32, fp16, int8 (model/arithmetic.h).
+Arithmetic declared_arithmetic(Variant variant);
 
 VerifyResult verify_onnxruntime(const Checkpoint& checkpoint, const std::vector<Sentence>& sentences,
                                 const std::filesystem::path& sentences_file, const Tolerances& tolerances,

@@ -14,6 +14,7 @@
 #include "common/report_file.h"
 #include "gate/verify.h"
 #include "model/error.h"
+#include "model/quantize.h"
 #include "model/trace.h"
 
 namespace lenscheck::onnx_export {
@@ -149,20 +150,13 @@ class BertGraph {
       const std::string wt = b_.floats(prefix + ".weight_t", {w.shape[1], w.shape[0]}, transposed(w));
       return b_.op("Add", {b_.op("MatMul", {x, wt}), bias_name}, name);
     }
-    // quantize_dynamic's MatMulInteger form. Weights: symmetric per output channel in the reduced range
-    // [-64, 64] (get_qmin_qmax_for_qType with reduce_range and symmetric int8), zero point 0.
-    const int64_t out = w.shape[0], in = w.shape[1];
-    std::vector<float> scales(static_cast<size_t>(out));
-    std::vector<int8_t> q(size_t(in * out));
-    for (int64_t o = 0; o < out; ++o) {
-      float absmax = 0;
-      for (int64_t i = 0; i < in; ++i) absmax = std::max(absmax, std::fabs(w.values[size_t(o * in + i)]));
-      const float scale = absmax > 0 ? absmax / 64.0f : 1.0f;
-      scales[size_t(o)] = scale;
-      for (int64_t i = 0; i < in; ++i)  // [in, out], as MatMul's B
-        q[size_t(i * out + o)] = static_cast<int8_t>(
-            std::clamp(std::nearbyint(w.values[size_t(o * in + i)] / scale), -64.0f, 64.0f));
-    }
+    // quantize_dynamic's MatMulInteger form (model/quantize.h), B as [in, out].
+    const QuantizedWeight qw = quantize_per_channel(w);
+    const int64_t out = qw.out, in = qw.in;
+    std::vector<int8_t> q(qw.values.size());
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i) q[size_t(i * out + o)] = qw.values[size_t(o * in + i)];
+    const std::vector<float>& scales = qw.scales;
     const std::string wq = b_.int8s(prefix + ".weight_quantized", {in, out}, q);
     const std::string wzp = b_.int8s(prefix + ".weight_zero_point", {out}, std::vector<int8_t>(size_t(out), 0));
     const std::string ws = b_.fp32(prefix + ".weight_scale", {out}, scales);

@@ -10,6 +10,9 @@
 #include <limits>
 #include <optional>
 
+#include "model/quantize.h"
+#include "model/seeded_rng.h"
+
 namespace lenscheck::oracle {
 
 namespace F = torch::nn::functional;
@@ -32,6 +35,53 @@ struct TorchLayer {
   torch::Tensor wq, bq, wk, bk, wv, bv, wo, bo, ln1_g, ln1_b, wi, bi, wo2, bo2, ln2_g, ln2_b;
 };
 
+// Every parameter moved one float step, up or down as `seed` draws.
+BertWeights rounding_perturbed(const BertConfig& config, const BertWeights& weights, uint64_t seed) {
+  BertWeights out = weights;
+  SeededRng rng(seed);
+  for_each_param(config, out, [&](const std::string&, Param& p, const std::vector<int64_t>&) {
+    for (float& w : p.values)
+      w = std::nextafter(w, rng.next() & 1 ? std::numeric_limits<float>::infinity()
+                                           : -std::numeric_limits<float>::infinity());
+  });
+  return out;
+}
+
+// x (fp64) rounded to `f`, element by element, as round_to (model/arithmetic.h) rounds a double: the
+// spacing at x is 2^(e - digits + 1), with e = frexp's exponent - 1 clamped at the smallest normal one.
+torch::Tensor spacing(const torch::Tensor& x, const FloatFormat& f) {
+  const auto exponent = std::get<1>(torch::frexp(x)).to(torch::kFloat64) - 1;
+  return torch::exp2(torch::clamp_min(exponent, f.min_exponent) - (f.digits - 1));
+}
+
+torch::Tensor rounded(const torch::Tensor& x, const FloatFormat& f) {
+  const auto y = torch::round(x / spacing(x, f)) * spacing(x, f);  // round: ties to even
+  return torch::where(y.abs() > f.largest, x.sign() * std::numeric_limits<double>::infinity(), y);
+}
+
+// x, a tensor of `f`'s values, moved one step of `f` where `up` (else down), as step_in does.
+torch::Tensor stepped(const torch::Tensor& x, const FloatFormat& f, const torch::Tensor& up) {
+  auto ulp = torch::where(x == 0, torch::full_like(x, std::ldexp(1.0, f.min_exponent - (f.digits - 1))), spacing(x, f));
+  const auto mantissa = std::get<0>(torch::frexp(x)).abs();
+  const auto exponent = std::get<1>(torch::frexp(x)).to(torch::kFloat64) - 1;
+  const auto towards_zero = (x > 0) != up;
+  ulp = torch::where(towards_zero & (mantissa == 0.5) & (exponent > f.min_exponent) & (x != 0), ulp / 2, ulp);
+  return torch::where(up, x + ulp, x - ulp);
+}
+
+// A linear layer as the simulated arithmetic stores it: W [out, in] in the format, or for int8 the
+// quantized integers and per-channel scales of model/quantize.h.
+struct SimulatedLinear {
+  torch::Tensor w, b;        // w: the format's values (int8: unused)
+  torch::Tensor q, scales;   // int8: integers [out, in] and scales [out], fp64 holding exact values
+};
+
+struct SimulatedLayer {
+  SimulatedLinear query, key, value, attention_out, intermediate, output;
+  torch::Tensor lens_wo;  // W_O as f(x) reads it: the format's values (int8: the fp32 weight, unquantized)
+  torch::Tensor ln1_g, ln1_b, ln2_g, ln2_b;
+};
+
 }  // namespace
 
 struct Oracle::Impl {
@@ -40,6 +90,11 @@ struct Oracle::Impl {
   uint64_t rounding_probe = 0;  // 0: none
   torch::Tensor word, position, token_type, ln_g, ln_b;
   std::vector<TorchLayer> layers;
+  // Simulated arithmetic (computing_in): the format values are stored in between ops, and the one
+  // matrix products read their inputs in (tf32's inputs; the stored format otherwise).
+  std::optional<Arithmetic> simulated;
+  FloatFormat values = kBinary32, product_inputs = kBinary32;
+  std::vector<SimulatedLayer> simulated_layers;
 
   torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& g,
                            const torch::Tensor& b) const {
@@ -74,10 +129,79 @@ auto translating_torch_errors(Precision precision, const char* doing, F&& f) {
 
 }  // namespace
 
+Oracle::Oracle() : impl_(std::make_unique<Impl>()) {}
+
 Oracle::Oracle(const BertConfig& config, const BertWeights& w, Precision precision, uint64_t rounding_probe)
     : impl_(std::make_unique<Impl>()) {
   impl_->rounding_probe = rounding_probe;
-  translating_torch_errors(precision, "load the weights", [&] { load(config, w, precision); });
+  translating_torch_errors(precision, "load the weights", [&] {
+    load(config, rounding_probe ? rounding_perturbed(config, w, rounding_probe) : w, precision);
+  });
+}
+
+Oracle Oracle::computing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic,
+                            uint64_t rounding_probe) {
+  if (arithmetic == Arithmetic::fp32) return Oracle(config, w, Precision::fp32, rounding_probe);
+  Oracle o;
+  o.impl_->rounding_probe = rounding_probe;
+  translating_torch_errors(Precision::fp64, "load the weights", [&] { o.load_simulated(config, w, arithmetic); });
+  return o;
+}
+
+void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic) {
+  Impl& m = *impl_;
+  m.config = config;
+  m.dtype = torch::kFloat64;
+  m.simulated = arithmetic;
+  m.values = arithmetic == Arithmetic::fp16 ? kBinary16 : arithmetic == Arithmetic::bf16 ? kBfloat16 : kBinary32;
+  m.product_inputs = arithmetic == Arithmetic::tf32 ? kTensorFloat32 : m.values;
+  // One draw per stored value, in the order they are stored below: the probe's direction for each.
+  SeededRng rng(m.rounding_probe);
+  auto draws = [&](const torch::Tensor& like) {
+    auto up = torch::empty(like.sizes(), torch::kBool);
+    bool* u = up.data_ptr<bool>();
+    for (int64_t i = 0; i < up.numel(); ++i) u[i] = rng.next() & 1;
+    return up;
+  };
+  auto stored = [&](const Param& p, const FloatFormat& f) {
+    const auto x = rounded(to_torch(p, torch::kFloat64), f);
+    return m.rounding_probe ? stepped(x, f, draws(x)) : x;
+  };
+  auto linear = [&](const Param& weight, const Param& bias) {
+    SimulatedLinear l;
+    l.b = stored(bias, m.values);
+    if (arithmetic != Arithmetic::int8) {
+      l.w = stored(weight, m.product_inputs);
+      return l;
+    }
+    const QuantizedWeight qw = quantize_per_channel(weight);
+    l.q = torch::tensor(std::vector<int64_t>(qw.values.begin(), qw.values.end()), torch::kInt64)
+              .view({qw.out, qw.in}).to(torch::kFloat64);
+    if (m.rounding_probe)  // one quantization step, inwards at the range's ends
+      l.q = torch::clamp(torch::where(draws(l.q), l.q + 1, l.q - 1), -kInt8WeightLimit, kInt8WeightLimit);
+    l.scales = torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64);
+    return l;
+  };
+  m.word = stored(w.word_embeddings, m.values);
+  m.position = stored(w.position_embeddings, m.values);
+  m.token_type = stored(w.token_type_embeddings, m.values);
+  m.ln_g = stored(w.embeddings_ln_g, m.values);
+  m.ln_b = stored(w.embeddings_ln_b, m.values);
+  for (const LayerWeights& L : w.layers) {
+    SimulatedLayer s;
+    s.query = linear(L.query_w, L.query_b);
+    s.key = linear(L.key_w, L.key_b);
+    s.value = linear(L.value_w, L.value_b);
+    s.attention_out = linear(L.attention_out_w, L.attention_out_b);
+    s.lens_wo = arithmetic == Arithmetic::int8 ? stored(L.attention_out_w, kBinary32) : s.attention_out.w;
+    s.ln1_g = stored(L.attention_ln_g, m.values);
+    s.ln1_b = stored(L.attention_ln_b, m.values);
+    s.intermediate = linear(L.intermediate_w, L.intermediate_b);
+    s.output = linear(L.output_w, L.output_b);
+    s.ln2_g = stored(L.output_ln_g, m.values);
+    s.ln2_b = stored(L.output_ln_b, m.values);
+    m.simulated_layers.push_back(std::move(s));
+  }
 }
 
 void Oracle::load(const BertConfig& config, const BertWeights& w, Precision precision) {
@@ -104,7 +228,12 @@ Oracle::Oracle(Oracle&&) noexcept = default;
 
 Trace Oracle::forward(const Encoding& enc, Record record) const {
   return translating_torch_errors(impl_->dtype == torch::kFloat64 ? Precision::fp64 : Precision::fp32,
-                                  "run the forward pass", [&] { return run(enc, record); });
+                                  "run the forward pass", [&] {
+                                    if (!impl_->simulated) return run(enc, record);
+                                    if (record != Record::everything)
+                                      throw std::invalid_argument("a simulated arithmetic records every tensor");
+                                    return run_simulated(enc);
+                                  });
 }
 
 Trace Oracle::run(const Encoding& enc, Record record) const {
@@ -203,6 +332,99 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
     if (everything) trace.add(p + "intermediate", to_trace(inter));
     x = norm(F::linear(inter, L.wo2, L.bo2) + attention, L.ln2_g, L.ln2_b);
     if (everything || (record == Record::output && l + 1 == m.layers.size())) trace.add(p + "output", to_trace(x));
+  }
+  return trace;
+}
+
+// The forward of run(), every op explicit so that its output can be rounded: the op computed in fp64
+// from inputs in the format, then rounded (Impl::values; products read Impl::product_inputs).
+Trace Oracle::run_simulated(const Encoding& enc) const {
+  torch::NoGradGuard no_grad;
+  const Impl& m = *impl_;
+  const int64_t T = static_cast<int64_t>(enc.ids.size()), D = m.config.hidden_size,
+                H = m.config.num_attention_heads, Dh = D / H;
+  const Arithmetic arithmetic = *m.simulated;
+
+  Trace trace;
+  trace.precision = "fp64";
+  trace.producer = fmt::format("oracle {} (simulated in fp64)", arithmetic_name(arithmetic));
+  trace.input_ids = enc.ids;
+  trace.tokens = enc.tokens;
+  trace.word_ids = enc.word_ids;
+
+  auto r = [&](const torch::Tensor& x) { return rounded(x, m.values); };
+  auto product = [&](const torch::Tensor& a, const torch::Tensor& b) {
+    return r(torch::matmul(rounded(a, m.product_inputs), rounded(b, m.product_inputs)));
+  };
+  // DynamicQuantizeLinear, as ONNX Runtime computes it in fp32: the tensor's range widened to hold 0,
+  // mapped onto uint8; returns the integers less the zero point, and the scale.
+  auto quantized = [&](const torch::Tensor& x) {
+    auto f32 = [](const torch::Tensor& t) { return rounded(t, kBinary32); };
+    const double lo = std::min(0.0, x.min().item<double>()), hi = std::max(0.0, x.max().item<double>());
+    const double scale = rounded(torch::tensor((double(float(hi - lo))) / 255.0), kBinary32).item<double>();
+    if (scale == 0) return std::pair{torch::zeros_like(x), 0.0};
+    const double zero_point = std::clamp(double(std::nearbyint(float(-lo / scale))), 0.0, 255.0);
+    const auto q = torch::clamp(torch::round(f32(x / scale)) + zero_point, 0, 255);
+    return std::pair{q - zero_point, scale};
+  };
+  auto linear = [&](const torch::Tensor& x, const SimulatedLinear& l) {
+    if (arithmetic != Arithmetic::int8) return r(product(x, l.w.t()) + l.b);
+    // MatMulInteger's exact integer sums, cast to fp32, times x_scale · w_scale (fp32), plus the bias.
+    const auto [xq, x_scale] = quantized(x);
+    const auto sums = rounded(torch::matmul(xq, l.q.t()), kBinary32);
+    return r(r(sums * rounded(x_scale * l.scales, kBinary32)) + l.b);
+  };
+  std::optional<SeededRng> probe;
+  if (m.rounding_probe) probe.emplace(m.rounding_probe ^ 0x6c6e6f757470ULL);  // apart from the weights' draws
+  auto norm = [&](const torch::Tensor& v, const torch::Tensor& g, const torch::Tensor& b) {
+    const auto y = r(m.layer_norm(v, g, b));
+    if (!probe) return y;
+    auto up = torch::empty(y.sizes(), torch::kBool);
+    for (int64_t i = 0; i < up.numel(); ++i) up.data_ptr<bool>()[i] = probe->next() & 1;
+    return stepped(y, m.values, up);
+  };
+  const auto ids = torch::tensor(enc.ids, torch::kInt64);
+  // As BertEmbeddings adds them: word + token type, then + position.
+  auto x = norm(r(r(F::embedding(ids, m.word) + m.token_type[0]) + m.position.slice(0, 0, T)), m.ln_g, m.ln_b);
+  trace.add("embeddings.output", to_trace(x));
+
+  for (size_t l = 0; l < m.simulated_layers.size(); ++l) {
+    const SimulatedLayer& L = m.simulated_layers[l];
+    const std::string p = "layer." + std::to_string(l) + ".";
+    auto per_head = [&](const torch::Tensor& t) { return t.view({T, H, Dh}).transpose(0, 1); };
+    const auto q = per_head(linear(x, L.query)), k = per_head(linear(x, L.key)), v = per_head(linear(x, L.value));
+    trace.add(p + "attention.query", to_trace(q));
+    trace.add(p + "attention.key", to_trace(k));
+    trace.add(p + "attention.value", to_trace(v));
+    const auto scores = r(product(q, k.transpose(1, 2)) / r(torch::tensor(std::sqrt(double(Dh)))));
+    trace.add(p + "attention.scores", to_trace(scores));
+    const auto alpha = r(torch::softmax(scores, -1));
+    trace.add(p + "attention.probs", to_trace(alpha));
+    const auto context = product(alpha, v).transpose(0, 1).reshape({T, D});
+    trace.add(p + "attention.context", to_trace(context));
+    const auto attention = norm(r(linear(context, L.attention_out) + x), L.ln1_g, L.ln1_b);
+    trace.add(p + "attention.output", to_trace(attention));
+
+    const auto value_norm = r(torch::linalg::vector_norm(v, 2, {-1}, false, {}));
+    trace.add(p + "value_norm", to_trace(value_norm));
+    const auto fx = product(v, L.lens_wo.view({D, H, Dh}).permute({1, 2, 0}));  // [H, T, D]
+    const auto transformed_norm = r(torch::linalg::vector_norm(fx, 2, {-1}, false, {}));
+    trace.add(p + "transformed_norm", to_trace(transformed_norm));
+    trace.add(p + "lens.value_norm", to_trace(r(alpha * value_norm.unsqueeze(1))));
+    trace.add(p + "lens.transformed_norm", to_trace(r(alpha * transformed_norm.unsqueeze(1))));
+    const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));  // as run() blocks it
+    std::vector<torch::Tensor> summed;
+    const auto fx_in = rounded(fx, m.product_inputs);
+    for (int64_t i = 0; i < T; i += block)
+      summed.push_back(r(torch::linalg::vector_norm(
+          r(torch::einsum("hij,hjd->ijd", {rounded(alpha.slice(1, i, std::min(T, i + block)), m.product_inputs), fx_in})),
+          2, {-1}, false, {})));
+    trace.add(p + "lens.summed_transformed_norm", to_trace(torch::cat(summed)));
+
+    const auto inter = r(m.activation(linear(attention, L.intermediate)));
+    trace.add(p + "intermediate", to_trace(inter));
+    x = norm(r(linear(inter, L.output) + attention), L.ln2_g, L.ln2_b);
+    trace.add(p + "output", to_trace(x));
   }
   return trace;
 }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/arithmetic.h"
 #include "model/checkpoint.h"
 #include "model/tokenizer.h"
 #include "model/trace.h"
@@ -22,9 +23,18 @@ class OracleError : public std::runtime_error {
 
 class Oracle {
  public:
-  // `rounding_probe` non-zero: every LayerNorm output moved one float step, up or down as that seed
-  // draws (the derived gate's sensitivity probe, gate/verify.h); 0: the model as it is.
+  // `rounding_probe` non-zero: every parameter and every LayerNorm output moved one float step, up or
+  // down as that seed draws (the derived gate's sensitivity probe, gate/verify.h); 0: the model as it is.
   Oracle(const BertConfig& config, const BertWeights& weights, Precision precision, uint64_t rounding_probe = 0);
+
+  // libtorch computing in `arithmetic`: fp32 is libtorch's own fp32 (the constructor above). The others
+  // have no CPU kernels in libtorch and are simulated in fp64 as Higham and Pranesh's "chop" does (SIAM
+  // J. Sci. Comput. 2019): every parameter stored in the format, every op computed in fp64 from inputs
+  // in the format and its output rounded to it (model/arithmetic.h says which values each format rounds,
+  // int8 as ONNX Runtime's quantize_dynamic does). A rounding probe moves every stored parameter and
+  // LayerNorm output one step of the format it is stored in (one quantization step for int8 weights).
+  static Oracle computing_in(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
+                             uint64_t rounding_probe = 0);
   ~Oracle();
   Oracle(Oracle&&) noexcept;
 
@@ -36,8 +46,11 @@ class Oracle {
   static void set_threads(int threads);
 
  private:
+  Oracle();
   void load(const BertConfig& config, const BertWeights& weights, Precision precision);
+  void load_simulated(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic);
   Trace run(const Encoding& encoding, Record record) const;
+  Trace run_simulated(const Encoding& encoding) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
