@@ -52,7 +52,8 @@ double step_in(const FloatFormat& f, double x, bool up) {
   if ((x > 0) != up && x != 0 && std::fabs(x) == std::ldexp(1.0, std::ilogb(x)) &&
       std::ilogb(x) > f.min_exponent)
     ulp /= 2;
-  return x + (up ? ulp : -ulp);
+  const double y = x + (up ? ulp : -ulp);
+  return std::fabs(y) > f.largest ? std::copysign(std::numeric_limits<double>::infinity(), y) : y;
 }
 
 }  // namespace lenscheck

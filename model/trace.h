@@ -41,7 +41,7 @@ enum class Record {
 
 struct Trace {
   std::string producer;   // e.g. "runtime fp32", "oracle fp64"
-  std::string precision;  // "fp32" or "fp64": what the values were computed in
+  std::string precision;  // what the values were computed in: "fp64", or an arithmetic of model/arithmetic.h
   std::vector<int64_t> input_ids;
   std::vector<std::string> tokens;
   std::vector<int> word_ids;  // word index of every token, -1 for [CLS]/[SEP]

@@ -12,11 +12,15 @@ set(cli $<TARGET_FILE:lenscheck>)
 foreach(fixture bert-mini trained-mini)
   lenscheck_onnx_test(onnxruntime.fp32.${fixture} 0 "fp32 \\(CPU.*\\(derived rule\\): PASS.*verify: PASS"
                       ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime)
-  # Until the precision contract exists, fp16 and int8 run end to end and fail the fp32 rule: exit 1,
-  # a verdict on every tensor family, not exit 2.
+  # fp16 and int8 pass under the arithmetic they declare, and fail when judged as fp32: a candidate that
+  # declares fp32 and computes in fp16 or int8 fails, with a verdict on every tensor family (exit 1, not 2).
   foreach(variant fp16 int8)
-    lenscheck_onnx_test(onnxruntime.${variant}.${fixture} 1 "layer\\.\\*\\.output [^\n]*FAIL.*verify: FAIL"
+    lenscheck_onnx_test(onnxruntime.${variant}.${fixture} 0
+                        "\\(derived rule\\): PASS.*libtorch ${variant} \\(simulated in fp64\\)'s error at most.*verify: PASS"
                         ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime:${variant})
+    lenscheck_onnx_test(onnxruntime.${variant}-declared-fp32.${fixture} 1 "layer\\.\\*\\.output [^\n]*FAIL.*verify: FAIL"
+                        ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime:${variant}
+                        --precision fp32)
   endforeach()
 endforeach()
 # A candidate that cannot start is exit 2, naming it: node not on PATH.
@@ -26,5 +30,7 @@ lenscheck_onnx_test(onnxruntime.node-missing 2 "error: onnxruntime fp32 \\(CPU[^
 # A sentence past its bound is killed, not waited for: exit 2 naming the sentence.
 lenscheck_onnx_test(onnxruntime.sentence-timeout 2 "error: onnxruntime fp32 \\(CPU[^\n]*sentence 0 took longer than 1e-06 s"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime --ort-timeout 0.000001)
+lenscheck_onnx_test(onnxruntime.unknown-precision 2 "--precision: \"fp8\" is not a precision lenscheck knows"
+                    ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime:fp16 --precision fp8)
 lenscheck_onnx_test(onnxruntime.unknown-candidate 2 "--candidate: \"onnxruntime:bf16\" is not"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime:bf16)

@@ -66,7 +66,8 @@ torch::Tensor stepped(const torch::Tensor& x, const FloatFormat& f, const torch:
   const auto exponent = std::get<1>(torch::frexp(x)).to(torch::kFloat64) - 1;
   const auto towards_zero = (x > 0) != up;
   ulp = torch::where(towards_zero & (mantissa == 0.5) & (exponent > f.min_exponent) & (x != 0), ulp / 2, ulp);
-  return torch::where(up, x + ulp, x - ulp);
+  const auto y = torch::where(up, x + ulp, x - ulp);
+  return torch::where(y.abs() > f.largest, y.sign() * std::numeric_limits<double>::infinity(), y);
 }
 
 // A linear layer as the simulated arithmetic stores it: W [out, in] in the format, or for int8 the
@@ -346,7 +347,8 @@ Trace Oracle::run_simulated(const Encoding& enc) const {
   const Arithmetic arithmetic = *m.simulated;
 
   Trace trace;
-  trace.precision = "fp64";
+  // Every value is one of the format's, which binary32 holds exactly: the trace declares the format.
+  trace.precision = arithmetic_name(arithmetic);
   trace.producer = fmt::format("oracle {} (simulated in fp64)", arithmetic_name(arithmetic));
   trace.input_ids = enc.ids;
   trace.tokens = enc.tokens;

@@ -1,0 +1,139 @@
+// Precision as a contract: the derived rule's benchmark computes in the arithmetic the candidate
+// declares (oracle::Oracle::computing_in), so a trace of one precision passes as itself and fails as
+// another, and a trace that declares more precision than it has fails.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gate/verify.h"
+#include "model/arithmetic.h"
+#include "model/error.h"
+#include "model/trace_io.h"
+#include "oracle/oracle.h"
+#include "runtime/encoder.h"
+#include "tests/test_support.h"
+
+using namespace lenscheck;
+
+namespace {
+
+const Checkpoint& bert_mini() {
+  static const Checkpoint ck = load_checkpoint(test::bert_mini());
+  return ck;
+}
+const Tolerances& tolerances() {
+  static const Tolerances t = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  return t;
+}
+Encoding sentence(const std::string& text) {
+  return encode_sentence(BertTokenizer(bert_mini().vocab), {"s", text, 0}, 512, "test");
+}
+const Encoding& nurse() {
+  static const Encoding e = sentence("The nurse handed the doctor the scissors.");
+  return e;
+}
+
+// How many values of the trace `format` does not hold.
+size_t outside(const Trace& t, const FloatFormat& format) {
+  size_t n = 0;
+  for (const auto& [name, tensor] : t.tensors)
+    for (double x : tensor.values) n += round_to(format, x) != x;
+  return n;
+}
+
+}  // namespace
+
+TEST(DeclaredArithmetic, TheSimulatedOracleStoresEveryValueInItsFormat) {
+  const Trace fp64 = oracle::Oracle(bert_mini().config, bert_mini().weights, oracle::Precision::fp64).forward(nurse());
+  for (auto [arithmetic, format] : {std::pair{Arithmetic::fp16, kBinary16}, std::pair{Arithmetic::bf16, kBfloat16},
+                                    std::pair{Arithmetic::tf32, kBinary32}, std::pair{Arithmetic::int8, kBinary32}}) {
+    const Trace t = oracle::Oracle::computing_in(bert_mini().config, bert_mini().weights, arithmetic).forward(nurse());
+    EXPECT_EQ(t.precision, arithmetic_name(arithmetic));
+    EXPECT_EQ(t.tensors.size(), fp64.tensors.size());
+    EXPECT_EQ(outside(t, format), 0u) << arithmetic_name(arithmetic);
+    if (arithmetic == Arithmetic::tf32 || arithmetic == Arithmetic::int8) {  // their values between ops are fp32's
+      EXPECT_GT(outside(t, kBinary16), 0u) << arithmetic_name(arithmetic);
+    }
+    // Close to the truth, and not it: the format's rounding error, and no more.
+    const Tensor& a = *t.find("layer.3.output"), &b = *fp64.find("layer.3.output");
+    double largest = 0;
+    for (size_t i = 0; i < a.values.size(); ++i) largest = std::max(largest, std::fabs(a.values[i] - b.values[i]));
+    EXPECT_GT(largest, 0) << arithmetic_name(arithmetic);
+    EXPECT_LT(largest, 0.5) << arithmetic_name(arithmetic);
+  }
+}
+
+TEST(DeclaredArithmetic, ARoundingProbeMovesTheStoredValuesOneStepOfTheFormat) {
+  const auto& ck = bert_mini();
+  const Trace plain = oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::fp16).forward(nurse());
+  const Trace probed = oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::fp16, 1).forward(nurse());
+  const Tensor& a = *plain.find("embeddings.output"), &b = *probed.find("embeddings.output");
+  size_t moved = 0;
+  double square_difference = 0, square = 0;
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    moved += a.values[i] != b.values[i];
+    square_difference += (a.values[i] - b.values[i]) * (a.values[i] - b.values[i]);
+    square += a.values[i] * a.values[i];
+  }
+  EXPECT_GT(moved, a.values.size() / 2);
+  // One step of every weight and of the LayerNorm output: a few of fp16's unit roundoff 2^-11, relative.
+  const double relative = std::sqrt(square_difference / square);
+  EXPECT_GT(relative, std::ldexp(1, -13));
+  EXPECT_LT(relative, std::ldexp(1, -8));
+}
+
+TEST(DeclaredArithmetic, AnFp16TracePassesAsFp16AndFailsAsFp32) {
+  const auto& ck = bert_mini();
+  const auto dir = test::temp_dir("fp16_trace");
+  // Another fp16 computation than the benchmark's: the probe-moved model, as a stand-in for a real
+  // fp16 runtime that rounds elsewhere.
+  Trace fp16 = oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::fp16, 99).forward(nurse());
+  save_trace(dir / "fp16.safetensors", fp16);
+  const VerifyResult as_declared = verify_reference(ck, dir / "fp16.safetensors", tolerances(), Rule::derived);
+  EXPECT_EQ(as_declared.gate.arithmetic, Arithmetic::fp16);
+  EXPECT_TRUE(as_declared.pass());
+  const VerifyResult as_fp32 =
+      verify_reference(ck, dir / "fp16.safetensors", tolerances(), Rule::derived, Arithmetic::fp32);
+  EXPECT_FALSE(as_fp32.pass());
+  // A trace that declares fp32 but computed in fp16 fails all the same.
+  fp16.precision = "fp32";
+  save_trace(dir / "lying.safetensors", fp16);
+  EXPECT_FALSE(verify_reference(ck, dir / "lying.safetensors", tolerances(), Rule::derived).pass());
+}
+
+TEST(DeclaredArithmetic, TheFp32RuntimePassesWhereLessIsDeclared) {
+  const auto& ck = bert_mini();
+  const auto dir = test::temp_dir("runtime_as_int8");
+  save_trace(dir / "runtime.safetensors", runtime::Encoder(ck.config, ck.weights).forward(nurse()));
+  for (Arithmetic a : {Arithmetic::bf16, Arithmetic::int8})
+    EXPECT_TRUE(verify_reference(ck, dir / "runtime.safetensors", tolerances(), Rule::derived, a).pass())
+        << arithmetic_name(a);
+}
+
+TEST(DeclaredArithmetic, TracesThatDeclareDifferentOrUnknownPrecisionsAreBadInput) {
+  const auto& ck = bert_mini();
+  const auto dir = test::temp_dir("mixed_precisions");
+  Trace t = runtime::Encoder(ck.config, ck.weights).forward(nurse());
+  save_trace(dir / "a.safetensors", t);
+  t.precision = "fp16";
+  save_trace(dir / "b.safetensors", t);
+  try {
+    verify_reference(ck, dir, tolerances(), Rule::derived);
+    FAIL() << "mixed precisions judged";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), dir / "b.safetensors");
+    EXPECT_NE(e.problem().find("declares fp16"), std::string::npos) << e.what();
+  }
+  t.precision = "fp8";
+  save_trace(dir / "b.safetensors", t);
+  try {
+    verify_reference(ck, dir, tolerances(), Rule::derived);
+    FAIL() << "fp8 judged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"fp8\" is not a precision lenscheck knows"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeclaredArithmetic, TheAbsoluteRuleIsFp32s) {
+  EXPECT_THROW(Judge(bert_mini(), tolerances(), Rule::absolute, Arithmetic::fp16), InputError);
+}
