@@ -53,7 +53,7 @@ StudyPlan load_study_plan(const std::filesystem::path& file) {
   const YAML::Node root = Y::load(file);
   Y::require_map(file, root, "a study plan");
   Y::only_keys(file, root, {"study", "registered", "hypothesis", "baseline", "lenses", "head_rule",
-                            "sentences", "model", "recorded", "abandon_if"});
+                            "sentences", "model", "recorded", "abandon_if", "display"});
   StudyPlan plan;
   plan.file = file;
   plan.study = Y::as_string(file, Y::required(file, root, "study"), "study");
@@ -105,6 +105,26 @@ StudyPlan load_study_plan(const std::filesystem::path& file) {
     plan.abandon_if.push_back(a);
   }
   if (plan.abandon_if.empty()) Y::fail(file, criteria, "a plan without abandon criteria cannot be abandoned");
+
+  if (const YAML::Node d = root["display"]) {
+    Y::require_map(file, d, "display");
+    Y::only_keys(file, d, {"decimals", "top_targets", "sink_flags"});
+    DisplaySpec spec;
+    spec.decimals = static_cast<int>(Y::as_integer(file, Y::required(file, d, "decimals"), "decimals"));
+    if (spec.decimals < 0 || spec.decimals > 6) Y::fail(file, d["decimals"], "decimals must be 0 to 6");
+    spec.top_targets = static_cast<int>(Y::as_integer(file, Y::required(file, d, "top_targets"), "top_targets"));
+    if (spec.top_targets < 1) Y::fail(file, d["top_targets"], "top_targets must be at least 1");
+    const YAML::Node flags = Y::required(file, d, "sink_flags");
+    Y::require_sequence(file, flags, "sink_flags");
+    for (const YAML::Node& f : flags) {
+      const double t = Y::as_number(file, f, "a sink flag");
+      if (!(t > 0 && t < 1)) Y::fail(file, f, "a sink flag is a share strictly between 0 and 1");
+      if (!spec.sink_flags.empty() && t <= spec.sink_flags.back()) Y::fail(file, f, "sink_flags must ascend");
+      spec.sink_flags.push_back(t);
+    }
+    if (spec.sink_flags.empty()) Y::fail(file, flags, "sink_flags needs at least one threshold");
+    plan.display = spec;
+  }
   return plan;
 }
 

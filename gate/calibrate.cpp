@@ -47,29 +47,35 @@ std::string first_failure(const TraceComparison& c) {
                      t->tolerance.k);
 }
 
+// The sweep models' vocabulary: BERT's special tokens at their ids, then the tokens sweep_model names.
+const Vocab& sweep_vocab() {
+  static const Vocab vocab = [] {
+    std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+    for (int id = 5; id < kSweepVocab; ++id) tokens.push_back(fmt::format("t{}", id));
+    return Vocab::from_tokens(std::move(tokens), "the calibration sweep");
+  }();
+  return vocab;
+}
+
 // A checkpoint held in memory, for the judge of a sweep model.
 Checkpoint in_memory(const BertConfig& config, BertWeights weights, const std::string& name) {
   Checkpoint ck;
   ck.dir = name;
   ck.config = config;
   ck.weights = std::move(weights);
+  ck.vocab = sweep_vocab();
   return ck;
 }
 
-// The runtime with `fault` of size `delta` injected: its encoder, over weights and config it owns.
+// The checkpoint with `fault` of size `delta` applied; a runtime fault travels beside it.
 struct Mutant {
-  BertConfig config;
-  BertWeights weights;
+  Checkpoint checkpoint;
   runtime::Injected injected;
 };
 
 Mutant mutant_of(const Checkpoint& ck, GradedFault fault, double delta) {
-  Mutant m{ck.config, {}, {}};
-  LayerWeights* last = nullptr;
-  if (fault == GradedFault::weight_scaled || fault == GradedFault::bias_shifted) {
-    m.weights = ck.weights;
-    last = &m.weights.layers.back();
-  }
+  Mutant m{ck, {}};
+  LayerWeights* last = &m.checkpoint.weights.layers.back();
   switch (fault) {
     case GradedFault::weight_scaled:
       for (float& w : last->value_w.values) w = static_cast<float>(w * (1 + delta));
@@ -83,13 +89,26 @@ Mutant mutant_of(const Checkpoint& ck, GradedFault fault, double delta) {
       for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(b[i] + (i % 2 ? -shift : shift));
       break;
     }
-    case GradedFault::layer_norm_eps: m.config.layer_norm_eps += delta; break;
+    case GradedFault::layer_norm_eps: m.checkpoint.config.layer_norm_eps += delta; break;
     case GradedFault::probs_scaled: m.injected = {runtime::Fault::last_layer_probs_scaled, delta}; break;
   }
   return m;
 }
 
+bool is_runtime_fault(GradedFault fault) { return fault == GradedFault::probs_scaled; }
+
 }  // namespace
+
+CalibrationCandidate runtime_candidate() {
+  CalibrationCandidate c;
+  c.run = [](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected fault) {
+    const runtime::Encoder encoder(ck.config, ck.weights, fault);
+    std::vector<Trace> traces;
+    for (const Encoding& e : inputs) traces.push_back(encoder.forward(e));
+    return traces;
+  };
+  return c;
+}
 
 SweepModel sweep_model(uint64_t seed) {
   SeededRng rng(seed);
@@ -183,8 +202,8 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     s.model = sweep_model(o.seed * 1000003 + i);
     const Checkpoint ck = in_memory(s.model.config, generated_weights(s.model.config, s.model.seed, s.model.statistics),
                                     fmt::format("sweep model {}", i));
-    const Judge judge(ck, tolerances, Rule::derived);
-    const Trace candidate = runtime::Encoder(ck.config, ck.weights).forward(s.model.input);
+    const Judge judge(ck, tolerances, Rule::derived, o.candidate.arithmetic);
+    const Trace candidate = o.candidate.run(ck, {s.model.input}, {}).at(0);
     comparisons[i] = judge.judge(candidate, judge.references(s.model.input));
     s.pass = comparisons[i].pass();
     s.failure = first_failure(comparisons[i]);
@@ -212,29 +231,29 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     std::vector<Encoding> encodings;
     for (const Sentence& s : sentences)
       encodings.push_back(encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), o.sentences_file));
-    const Judge judge(ck, tolerances, Rule::derived);
+    const Judge judge(ck, tolerances, Rule::derived, o.candidate.arithmetic);
     std::vector<Judge::References> refs(encodings.size());
-    std::vector<TraceComparison> verdicts(encodings.size());
-    const runtime::Encoder shipped(ck.config, ck.weights);
-    parallel_for(encodings.size(), o.threads, [&](size_t i) {
-      refs[i] = judge.references(encodings[i]);
-      verdicts[i] = judge.judge(shipped.forward(encodings[i]), refs[i]);
-    });
-    for (const TraceComparison& c : verdicts) {
+    parallel_for(encodings.size(), o.threads, [&](size_t i) { refs[i] = judge.references(encodings[i]); });
+    const std::vector<Trace> fault_free = o.candidate.run(ck, encodings, {});
+    for (size_t i = 0; i < encodings.size(); ++i) {
+      const TraceComparison c = judge.judge(fault_free[i], refs[i]);
       f.failed_sentences += !c.pass();
       record(f.families, c);
     }
     progress(fmt::format("{}: {} of {} sentences pass the gate", f.name, f.sentences - f.failed_sentences, f.sentences));
 
-    // Detection: every fault at every delta, each judged sentence by sentence until one fails.
-    const std::vector<GradedFault>& faults = graded_faults();
+    // Detection: every fault the candidate can be given at every delta, judged sentence by sentence
+    // until one fails.
+    std::vector<GradedFault> faults;
+    for (GradedFault g : graded_faults())
+      if (o.candidate.has_fault_seam || !is_runtime_fault(g)) faults.push_back(g);
     std::vector<std::pair<bool, double>> outcomes(faults.size() * o.deltas.size());
     parallel_for(outcomes.size(), o.threads, [&](size_t i) {
       const Mutant m = mutant_of(ck, faults[i / o.deltas.size()], o.deltas[i % o.deltas.size()]);
-      const runtime::Encoder encoder(m.config, m.weights.layers.empty() ? ck.weights : m.weights, m.injected);
+      const std::vector<Trace> traces = o.candidate.run(m.checkpoint, encodings, m.injected);
       double largest = 0;
       for (size_t s = 0; s < encodings.size(); ++s) {
-        const TraceComparison c = judge.judge(encoder.forward(encodings[s]), refs[s]);
+        const TraceComparison c = judge.judge(traces[s], refs[s]);
         for (const TensorComparison& t : c.tensors) largest = std::max(largest, t.bound_used);
         if (!c.pass()) break;
       }
@@ -262,13 +281,11 @@ std::string families_table(const std::map<std::string, FamilyRatios>& families) 
   return s;
 }
 
-}  // namespace
-
-void write_calibration_markdown(const CalibrationResult& r, const std::filesystem::path& file) {
+std::string candidate_section(const CalibrationResult& r) {
   const CalibrationOptions& o = r.options;
-  std::string s = fmt::format("# lenscheck calibrate — the derived gate as a classifier\n\n"
-                              "- build: `{}`\n- oracle: {}\n- tolerances: `{}`\n- false alarms: **{}**\n\n",
-                              r.version, r.backend, r.tolerances_file, r.false_alarms());
+  std::string s = fmt::format("## {}, declared {}\n\n- false alarms: **{}**\n- benchmark: {} and its rounding probes\n\n",
+                              o.candidate.name, arithmetic_name(o.candidate.arithmetic), r.false_alarms(),
+                              benchmark_label(o.candidate.arithmetic));
   size_t sweep_failed = 0, max_layers = 0, max_width = 0, max_tokens = 0;
   double max_gain = 0;
   for (const SweepResult& m : r.sweep) {
@@ -278,11 +295,11 @@ void write_calibration_markdown(const CalibrationResult& r, const std::filesyste
     max_tokens = std::max(max_tokens, m.model.input.ids.size());
     if (m.model.statistics.outlier_dims > 0) max_gain = std::max(max_gain, m.model.statistics.outlier_gain);
   }
-  s += fmt::format("## False alarms on random models\n\n"
+  s += fmt::format("### False alarms on random models\n\n"
                    "{} random models (seed {}), each judged on one random sentence: **{} failed**. Layers up to {}, "
                    "width up to {}, up to {} tokens, weight spread 0.02–0.08, LayerNorm gain outliers up to {:.1f}. "
-                   "{:.1f} s.\n\nThe error ratio (the runtime's error against the fp64 truth over the benchmark's: "
-                   "libtorch fp32 and its rounding probes, fixtures/tolerances.yaml) per family, over every model "
+                   "{:.1f} s.\n\nThe error ratio (the candidate's error against the fp64 truth over the benchmark's, "
+                   "fixtures/tolerances.yaml) per family, over every model "
                    "and layer; \"floor binding\" counts tensors whose benchmark error was below the floor:\n\n{}\n",
                    r.sweep.size(), o.seed, sweep_failed, max_layers, max_width, max_tokens, max_gain,
                    r.sweep_seconds, families_table(r.sweep_families));
@@ -300,21 +317,14 @@ void write_calibration_markdown(const CalibrationResult& r, const std::filesyste
                      m->model.statistics.outlier_dims, m->model.statistics.outlier_gain, 100 * m->worst_bound_used,
                      m->worst_at, m->pass ? "pass" : "**FALSE ALARM**: " + m->failure);
 
-  s += "\n## Fixtures\n\n| fixture | SHA-256 | sentences | false alarms |\n|---|---|---|---|\n";
+  s += "\n### Fixtures\n\n| fixture | SHA-256 | sentences | false alarms |\n|---|---|---|---|\n";
   for (const FixtureResult& f : r.fixtures)
     s += fmt::format("| `{}` | `{}` | {} | **{}** |\n", f.name, f.sha256.substr(0, 16), f.sentences,
                      f.failed_sentences);
   for (const FixtureResult& f : r.fixtures)
-    s += fmt::format("\n### `{}`: error ratios of the fault-free runtime\n\n{}", f.name, families_table(f.families));
+    s += fmt::format("\n#### `{}`: error ratios of the fault-free candidate\n\n{}", f.name, families_table(f.families));
 
-  s += "\n## Detection threshold\n\nGraded faults injected into the runtime, judged end to end on every sentence "
-       "(the mutant is killed when one sentence fails the gate). The threshold is the smallest δ at which the fault "
-       "and every larger one were killed.\n\n"
-       "- `weight-scaled`: the last layer's W_V times (1 + δ)\n"
-       "- `bias-shifted`: the last layer's FFN output bias plus δ · rms(bias), signs alternating\n"
-       "- `layer-norm-eps`: every LayerNorm's eps plus δ\n"
-       "- `probs-scaled`: the last layer's head 0 attention probabilities times (1 + δ) (in fp32: 1 + δ rounds "
-       "to the nearest float)\n\n";
+  s += "\n### Detection threshold\n\n";
   std::string header = "| fixture | fault | threshold |", rule = "|---|---|---|";
   for (double d : o.deltas) {
     header += fmt::format(" δ = {} |", delta_text(d));
@@ -328,17 +338,86 @@ void write_calibration_markdown(const CalibrationResult& r, const std::filesyste
         s += killed ? fmt::format(" killed ({:.3g}×) |", used) : fmt::format(" survived ({:.0f} %) |", 100 * used);
       s += "\n";
     }
+  return s;
+}
+
+
+}  // namespace
+
+void write_calibration_markdown(const std::vector<CalibrationResult>& results, const std::filesystem::path& file) {
+  if (results.empty()) throw std::invalid_argument("no calibration to write");
+  const CalibrationResult& first = results.front();
+  size_t alarms = 0;
+  for (const CalibrationResult& r : results) alarms += r.false_alarms();
+  std::string s = fmt::format("# lenscheck calibrate — the derived gate as a classifier\n\n"
+                              "- build: `{}`\n- oracle: {}\n- tolerances: `{}`\n- false alarms: **{}** over {} "
+                              "candidate(s)\n\n",
+                              first.version, first.backend, first.tolerances_file, alarms, results.size());
+  s += "Each candidate declares the arithmetic it computes in; its benchmark is libtorch computing in that "
+       "arithmetic (fp32 natively, the others simulated in fp64, oracle/oracle.h), with the same k for every "
+       "format. False alarms: the fault-free candidate on the random-model sweep and on every sentence of every "
+       "fixture. Detection: graded faults, judged end to end on every sentence (the mutant is killed when one "
+       "sentence fails the gate); the threshold is the smallest δ at which the fault and every larger one were "
+       "killed:\n\n"
+       "- `weight-scaled`: the last layer's W_V times (1 + δ)\n"
+       "- `bias-shifted`: the last layer's FFN output bias plus δ · rms(bias), signs alternating\n"
+       "- `layer-norm-eps`: every LayerNorm's eps plus δ\n"
+       "- `probs-scaled`: the last layer's head 0 attention probabilities times (1 + δ) (in fp32: 1 + δ rounds "
+       "to the nearest float); a fault of the runtime's own seam, which another implementation does not have\n\n"
+       "Weight and eps faults are applied to the checkpoint, so every candidate computes them as it computes "
+       "anything (ONNX Runtime from the exported faulty checkpoint).\n\n";
+  s += "## Summary\n\n| candidate | declared | sweep models | sweep false alarms | fixture sentences | fixture false "
+       "alarms | worst bound used (sweep) |\n|---|---|---|---|---|---|---|\n";
+  for (const CalibrationResult& r : results) {
+    size_t sweep_failed = 0, sentences = 0, fixture_failed = 0;
+    double worst = 0;
+    for (const SweepResult& m : r.sweep) {
+      sweep_failed += !m.pass;
+      worst = std::max(worst, m.worst_bound_used);
+    }
+    for (const FixtureResult& f : r.fixtures) {
+      sentences += f.sentences;
+      fixture_failed += f.failed_sentences;
+    }
+    s += fmt::format("| {} | {} | {} | **{}** | {} | **{}** | {:.1f} % |\n", r.options.candidate.name,
+                     arithmetic_name(r.options.candidate.arithmetic), r.sweep.size(), sweep_failed, sentences,
+                     fixture_failed, 100 * worst);
+  }
+  s += "\nDetection thresholds (δ), per fixture and fault, for each candidate:\n\n| fixture | fault |";
+  std::string rule = "|---|---|";
+  for (const CalibrationResult& r : results) {
+    s += fmt::format(" {} ({}) |", r.options.candidate.name, arithmetic_name(r.options.candidate.arithmetic));
+    rule += "---|";
+  }
+  s += "\n" + rule + "\n";
+  for (const FixtureResult& f : first.fixtures)
+    for (GradedFault g : graded_faults()) {
+      s += fmt::format("| `{}` | `{}` |", f.name, fault_name(g));
+      for (const CalibrationResult& r : results) {
+        const auto fixture = std::find_if(r.fixtures.begin(), r.fixtures.end(),
+                                          [&](const FixtureResult& x) { return x.dir == f.dir; });
+        if (fixture == r.fixtures.end() || !fixture->detection.count(fault_name(g))) {
+          s += " — |";
+          continue;
+        }
+        s += fmt::format(" **{}** |", delta_text(CalibrationResult::threshold(
+                                          r.options.deltas, fixture->detection.at(fault_name(g)))));
+      }
+      s += "\n";
+    }
+  s += "\n(—: not measured; a runtime fault for another implementation.)\n\n";
+  for (const CalibrationResult& r : results) s += candidate_section(r);
   s += "\n(killed: the bound used on the sentence that failed, as a multiple of the bound; survived: the largest "
        "bound used over every sentence.)\n";
   write_text_file(file, s);
 }
 
-void write_calibration_json(const CalibrationResult& r, const std::filesystem::path& file) {
+namespace {
+
+nlohmann::ordered_json candidate_json(const CalibrationResult& r) {
   nlohmann::ordered_json j;
-  j["tool"] = "lenscheck calibrate";
-  j["build"] = r.version;
-  j["oracle_backend"] = r.backend;
-  j["tolerances_file"] = r.tolerances_file;
+  j["candidate"] = r.options.candidate.name;
+  j["arithmetic"] = arithmetic_name(r.options.candidate.arithmetic);
   j["false_alarms"] = r.false_alarms();
   j["deltas"] = r.options.deltas;
   auto families = [](const std::map<std::string, FamilyRatios>& fs) {
@@ -371,6 +450,20 @@ void write_calibration_json(const CalibrationResult& r, const std::filesystem::p
     }
     j["fixtures"].push_back(std::move(fj));
   }
+  return j;
+}
+
+}  // namespace
+
+void write_calibration_json(const std::vector<CalibrationResult>& results, const std::filesystem::path& file) {
+  if (results.empty()) throw std::invalid_argument("no calibration to write");
+  nlohmann::ordered_json j;
+  j["tool"] = "lenscheck calibrate";
+  j["build"] = results.front().version;
+  j["oracle_backend"] = results.front().backend;
+  j["tolerances_file"] = results.front().tolerances_file;
+  j["candidates"] = nlohmann::ordered_json::array();
+  for (const CalibrationResult& r : results) j["candidates"].push_back(candidate_json(r));
   write_text_file(file, j.dump(1) + "\n");
 }
 

@@ -13,8 +13,10 @@
 #include "common/sentences.h"
 #include "gate/tolerances.h"
 #include "gate/verify.h"
+#include "model/arithmetic.h"
 #include "model/checkpoint.h"
 #include "model/tokenizer.h"
+#include "runtime/faults.h"
 
 namespace lenscheck {
 
@@ -41,12 +43,24 @@ enum class GradedFault {
 std::string fault_name(GradedFault fault);
 const std::vector<GradedFault>& graded_faults();
 
+// The implementation calibrated, as the gate would judge it: its traces of a model on every input, the
+// arithmetic it declares (the benchmark computes in it), and whether the runtime's fault seam reaches it.
+struct CalibrationCandidate {
+  std::string name = "runtime";
+  Arithmetic arithmetic = Arithmetic::fp32;
+  bool has_fault_seam = true;  // runtime::Fault can be injected (probs-scaled); weight and config faults always can
+  std::function<std::vector<Trace>(const Checkpoint&, const std::vector<Encoding>&, runtime::Injected)> run;
+};
+// lenscheck's runtime, fp32.
+CalibrationCandidate runtime_candidate();
+
 struct CalibrationOptions {
+  CalibrationCandidate candidate = runtime_candidate();
   size_t models = 200;
   uint64_t seed = 1;
   std::vector<std::filesystem::path> fixtures;  // checkpoint directories
   std::filesystem::path sentences_file;         // the sentences every fixture is judged on
-  std::vector<double> deltas = {1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7};
+  std::vector<double> deltas = {1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7};
   unsigned threads = 1;
 };
 
@@ -69,7 +83,8 @@ struct FixtureResult {
   size_t sentences = 0, failed_sentences = 0;
   std::map<std::string, FamilyRatios> families;
   // Detection: per fault, whether the gate killed it at each delta (options.deltas order), and the
-  // bound used on the sentence that killed it (or the largest one when it survived).
+  // bound used on the sentence that killed it (or the largest one when it survived). A fault the
+  // candidate cannot be given (a runtime fault, to another implementation) is absent.
   std::map<std::string, std::vector<std::pair<bool, double>>> detection;
   double seconds = 0;
 };
@@ -89,7 +104,9 @@ struct CalibrationResult {
 
 CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptions& options,
                             const std::function<void(const std::string&)>& progress);
-void write_calibration_markdown(const CalibrationResult& result, const std::filesystem::path& file);
-void write_calibration_json(const CalibrationResult& result, const std::filesystem::path& file);
+// One report over every candidate calibrated: false alarms and detection thresholds side by side, then
+// a section per candidate.
+void write_calibration_markdown(const std::vector<CalibrationResult>& results, const std::filesystem::path& file);
+void write_calibration_json(const std::vector<CalibrationResult>& results, const std::filesystem::path& file);
 
 }  // namespace lenscheck

@@ -37,21 +37,39 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+// How the candidate names itself in reports: what the CPU execution provider really computes (ORT's
+// profiler, reports/verify-onnxruntime.md): it has float16 kernels for Gather, Reshape, Transpose and
+// LayerNormalization only, and runs every other node in float32 between the casts it inserts.
+std::string label_of(const CandidateSpec& spec) {
+  const std::string arithmetic = spec.variant == Variant::fp16   ? "fp16 graph, fp32 arithmetic between inserted casts"
+                                 : spec.variant == Variant::int8 ? "int8 linear layers (uint8 x int8 MatMulInteger), fp32 elsewhere"
+                                                                 : "fp32";
+  return fmt::format("onnxruntime {} (CPU, {} intra-op thread{}, graph optimization {})", arithmetic,
+                     spec.ort.intra_op_threads, spec.ort.intra_op_threads == 1 ? "" : "s", spec.ort.graph_optimization);
+}
+
 }  // namespace
+
+CalibrationCandidate calibration_candidate(const CandidateSpec& spec) {
+  CalibrationCandidate c;
+  c.name = spec.variant == Variant::fp32 ? "onnxruntime" : fmt::format("onnxruntime:{}", variant_name(spec.variant));
+  c.arithmetic = declared_arithmetic(spec.variant);
+  c.has_fault_seam = false;
+  c.run = [spec](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected fault) {
+    if (fault.fault != runtime::Fault::none) throw std::logic_error("ONNX Runtime has no runtime fault seam");
+    const onnxruntime::ScratchFolder scratch("the exported graph");
+    const std::filesystem::path graph = scratch.path() / "bert.onnx";
+    export_onnx(ck, {.variant = spec.variant, .trace = true}, graph);
+    return onnxruntime::run(graph, inputs, spec.ort, label_of(spec), variant_name(spec.variant), ck.vocab).traces;
+  };
+  return c;
+}
 
 VerifyResult verify_onnxruntime(const Checkpoint& ck, const std::vector<Sentence>& sentences,
                                 const std::filesystem::path& sentences_file, const Tolerances& tolerances,
                                 const VerifyOptions& options, const CandidateSpec& spec) {
   const std::string variant = variant_name(spec.variant);
-  // What the CPU execution provider really computes (ORT's profiler, reports/verify-onnxruntime.md):
-  // it has float16 kernels for Gather, Reshape, Transpose and LayerNormalization only, and runs every
-  // other node in float32 between the casts it inserts.
-  const std::string arithmetic = spec.variant == Variant::fp16   ? "fp16 graph, fp32 arithmetic between inserted casts"
-                                 : spec.variant == Variant::int8 ? "int8 linear layers (uint8 x int8 MatMulInteger), fp32 elsewhere"
-                                                                 : "fp32";
-  const std::string label = fmt::format("onnxruntime {} (CPU, {} intra-op thread{}, graph optimization {})", arithmetic,
-                                        spec.ort.intra_op_threads, spec.ort.intra_op_threads == 1 ? "" : "s",
-                                        spec.ort.graph_optimization);
+  const std::string label = label_of(spec);
   const onnxruntime::ScratchFolder scratch("the exported graph");
   const std::filesystem::path& dir = scratch.path();
 

@@ -3,6 +3,7 @@
 // tensor as an output, run in ONNX Runtime on every sentence, judged as the runtime is.
 #include <string>
 
+#include "gate/calibrate.h"
 #include "gate/verify.h"
 #include "model/arithmetic.h"
 #include "onnx/export.h"
@@ -18,6 +19,10 @@ struct CandidateSpec {
 Variant parse_candidate(const std::string& candidate);
 // What a variant's graph computes in, as it declares to the gate: fp32, fp16, int8 (model/arithmetic.h).
 Arithmetic declared_arithmetic(Variant variant);
+
+// ONNX Runtime as `lenscheck calibrate` judges it: each model exported (with every trace tensor) and run
+// on its inputs, declaring the variant's arithmetic. It has no runtime fault seam.
+CalibrationCandidate calibration_candidate(const CandidateSpec& spec);
 
 VerifyResult verify_onnxruntime(const Checkpoint& checkpoint, const std::vector<Sentence>& sentences,
                                 const std::filesystem::path& sentences_file, const Tolerances& tolerances,

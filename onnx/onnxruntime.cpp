@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spawn.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "model/error.h"
 #include "model/trace_io.h"
@@ -48,21 +50,36 @@ class Adapter {
   Adapter(const Options& o, const std::filesystem::path& request, const std::filesystem::path& stderr_file,
           const std::string& candidate)
       : candidate_(candidate), stderr_file_(stderr_file) {
+    // posix_spawn, not fork: fork runs OpenBLAS's atfork handler, which stops its thread pool under the
+    // feet of another thread's running dgemm (calibrate judges on one thread while it starts ONNX Runtime
+    // on another), and the two wait on each other for ever. Close-on-exec pipes, so that a child started
+    // by another thread does not hold this one's pipe open.
     int out[2];
-    if (pipe(out) != 0) throw InputError(candidate, "cannot create a pipe for the adapter");
-    pid_ = fork();
-    if (pid_ < 0) throw InputError(candidate, "cannot start the adapter (fork failed)");
-    if (pid_ == 0) {
-      setpgid(0, 0);  // its own group, so that a kill reaches whatever node starts
-      dup2(out[1], STDOUT_FILENO);
-      const int err = open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (err >= 0) dup2(err, STDERR_FILENO);
+    if (pipe2(out, O_CLOEXEC) != 0) throw InputError(candidate, "cannot create a pipe for the adapter");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);  // its own group, so that a kill reaches
+    posix_spawnattr_setpgroup(&attributes, 0);                      // whatever node starts
+    std::vector<std::string> env = {"NODE_PATH=" + o.node_modules.string()};
+    for (char** e = environ; *e; ++e)
+      if (std::string_view(*e).substr(0, 10) != "NODE_PATH=") env.emplace_back(*e);
+    std::vector<char*> envp;
+    for (std::string& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string node = o.node, adapter = o.adapter.string(), request_file = request.string();
+    char* argv[] = {node.data(), adapter.data(), request_file.data(), nullptr};
+    const int failed = posix_spawnp(&pid_, node.c_str(), &actions, &attributes, argv, envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    if (failed) {
       close(out[0]);
       close(out[1]);
-      setenv("NODE_PATH", o.node_modules.c_str(), 1);
-      execlp(o.node.c_str(), o.node.c_str(), o.adapter.c_str(), request.c_str(), static_cast<char*>(nullptr));
-      dprintf(STDERR_FILENO, "cannot run %s: %s\n", o.node.c_str(), strerror(errno));
-      _exit(127);
+      pid_ = -1;
+      throw InputError(candidate, fmt::format("cannot run {}: {}", o.node, strerror(failed)));
     }
     close(out[1]);
     fd_ = out[0];
