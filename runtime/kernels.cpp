@@ -2,20 +2,29 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <numbers>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <vector>
+#if defined(__x86_64__)
+#include <immintrin.h>  // declares the fused multiply-add builtins of AVX2 and AVX-512
+#endif
 
-// Same bits on every x86-64: each multiply and each add rounds on its own (the project compiles
-// with -ffp-contract=off, so nothing is fused even where FMA is enabled), and every sum runs in an
-// order the code fixes, never the vector width or a thread count. So whichever version of a kernel
-// the loader picks for this CPU (an ifunc) agrees to the bit with the others: kernels are cloned
-// for AVX2 and the x86-64 baseline (target_clones), and the matrix product and the element-wise
-// maps, whose vector shapes are the instruction set's, are overloaded for the baseline, AVX2 and
-// AVX-512 (function multiversioning: multiply() and map() below).
+// Same bits on every x86-64: the matrix products fuse each multiply-add (one rounding, at every
+// vector width and in std::fma), everything else rounds each multiply and each add on its own (the
+// project compiles with -ffp-contract=off, so the compiler fuses nothing), and every sum runs in an
+// order the code fixes, never the vector width or a thread count. So every version of a kernel
+// agrees to the bit with the others: the matrix product and the element-wise maps, whose vector
+// shapes are the instruction set's, are compiled for the baseline, AVX2 + FMA and AVX-512 and
+// chosen by instruction_set() (multiply() and map() below); the other kernels are cloned for AVX2
+// and the x86-64 baseline (target_clones, picked by the loader).
 #if defined(__x86_64__) && !defined(__AVX2__)
 #define LENSCHECK_KERNEL __attribute__((target_clones("avx2", "default")))
 #else
@@ -67,10 +76,12 @@ LENSCHECK_INLINE void narrow(float* p, const D& v) { store(p, __builtin_convertv
 LENSCHECK_INLINE double lane_total(const d4& s) { return (s[0] + s[1]) + (s[2] + s[3]); }
 
 // ---- Matrix products -----------------------------------------------------------------------
-// Every output is c[r, o] = (init[o] + a[r, 0] b[0, o] + a[r, 1] b[1, o] + ...) * scale, the
-// terms added in ascending i, exactly the order of the plain triple loop, whatever the tiling.
-// Tiles of Rows rows × kPanel outputs keep their sums in registers; B is first copied into panels
-// of kPanel columns, each a run of contiguous rows.
+// Every output is c[r, o] = fma(a[r, in-1], b[in-1, o], ... fma(a[r, 0], b[0, o], init[o])) * scale:
+// one fused multiply-add per term, in ascending i, exactly the plain loop's, whatever the tiling.
+// A fused multiply-add rounds once at every vector width (std::fma in scalar code too), so every
+// instruction set gives the same bits. Tiles of Rows rows × Panels panels of kPanel outputs keep
+// their sums in registers; B is first copied into panels of kPanel columns, each a run of
+// contiguous rows.
 
 // B(i, o) = data[i * row_stride + o * col_stride]: a [in, out] weight, or K and V seen per head.
 struct Operand {
@@ -80,43 +91,73 @@ struct Operand {
 
 constexpr size_t kPanel = 16;
 
-// A tile of R rows × kPanel outputs, each row's sums in kPanel / lanes vectors of type Vec; `b`
-// holds kPanel values per i, `init` kPanel starting values. If `prefetch` is set, its rows (laid
-// out as b's) are fetched into L2 on the way.
-template <class Vec, size_t R>
-LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* b, size_t ldb,
-                           const float* init, float scale, float* c, size_t ldc, size_t width,
-                           const float* prefetch = nullptr) {
+// What a tile needs of an instruction set: its vector, the fused multiply-add on it, and the tile's
+// shape (as many accumulators as fill the register file, less the operands).
+struct Avx512 {
+  using Vec = f16;
+  static constexpr size_t rows = 8, panels = 2;  // 16 of 32 registers hold sums
+  LENSCHECK_INLINE static Vec fma(Vec a, Vec b, Vec c) { return __builtin_ia32_vfmaddps512_mask(a, b, c, -1, 4); }
+};
+struct Avx2 {
+  using Vec = f8;
+  static constexpr size_t rows = 6, panels = 1;  // 12 of 16 registers hold sums
+  LENSCHECK_INLINE static Vec fma(Vec a, Vec b, Vec c) { return __builtin_ia32_vfmaddps256(a, b, c); }
+};
+// The x86-64 baseline has no fused multiply-add instruction: std::fma per lane (glibc's, exact in
+// software where the CPU lacks it), for CPUs older than AVX2 only.
+struct Baseline {
+  using Vec = f4;
+  static constexpr size_t rows = 4, panels = 1;
+  LENSCHECK_INLINE static Vec fma(Vec a, Vec b, Vec c) {
+    for (size_t j = 0; j < 4; ++j) c[j] = std::fma(a[j], b[j], c[j]);
+    return c;
+  }
+};
+
+// One output tile: R rows × P panels. Panel q's row i is b[q][i * kPanel ...]; init[q] its kPanel
+// starting values, width[q] its real columns (the last panel may be partial), c[q] its output.
+// If `prefetch` is set, the next tile's panels (laid out as b's) are fetched into L2 on the way.
+template <class Isa, size_t R, size_t P>
+LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* const* b,
+                           const float* const* init, float scale, float* const* c, size_t ldc,
+                           const size_t* width, const float* const* prefetch) {
+  using Vec = typename Isa::Vec;
   constexpr size_t lanes = sizeof(Vec) / sizeof(float), V = kPanel / lanes;
-  Vec acc[R][V];
+  Vec acc[R][P][V];
   for (size_t r = 0; r < R; ++r)
-    for (size_t v = 0; v < V; ++v) acc[r][v] = load<Vec>(init + lanes * v);
+    for (size_t q = 0; q < P; ++q)
+      for (size_t v = 0; v < V; ++v) acc[r][q][v] = load<Vec>(init[q] + lanes * v);
   for (size_t i = 0; i < in; ++i) {
-    if (prefetch) __builtin_prefetch(prefetch + i * ldb, 0, 2);
-    Vec w[V];
-    for (size_t v = 0; v < V; ++v) w[v] = load<Vec>(b + i * ldb + lanes * v);
+    if (prefetch)
+      for (size_t q = 0; q < P; ++q) __builtin_prefetch(prefetch[q] + i * kPanel, 0, 2);
+    Vec w[P][V];
+    for (size_t q = 0; q < P; ++q)
+      for (size_t v = 0; v < V; ++v) w[q][v] = load<Vec>(b[q] + i * kPanel + lanes * v);
     for (size_t r = 0; r < R; ++r) {
-      const float x = a[r * lda + i];
-      for (size_t v = 0; v < V; ++v) acc[r][v] += x * w[v];
+      const Vec x = a[r * lda + i] - Vec{};  // x in every lane: x - 0 is x, even for -0
+      for (size_t q = 0; q < P; ++q)
+        for (size_t v = 0; v < V; ++v) acc[r][q][v] = Isa::fma(x, w[q][v], acc[r][q][v]);
     }
   }
-  for (size_t r = 0; r < R; ++r) {
-    float out[kPanel];
-    float* dst = width == kPanel ? c + r * ldc : out;
-    for (size_t v = 0; v < V; ++v) store(dst + lanes * v, acc[r][v] * scale);
-    if (dst == out) std::copy_n(out, width, c + r * ldc);
-  }
+  for (size_t r = 0; r < R; ++r)
+    for (size_t q = 0; q < P; ++q) {
+      float out[kPanel];
+      float* dst = width[q] == kPanel ? c[q] + r * ldc : out;
+      for (size_t v = 0; v < V; ++v) store(dst + lanes * v, acc[r][q][v] * scale);
+      if (dst == out) std::copy_n(out, width[q], c[q] + r * ldc);
+    }
 }
 
-// The last rows % Rows rows of a panel, R or fewer of them.
-template <class Vec, size_t R>
-LENSCHECK_INLINE void remainder_tile(size_t rows, const float* a, size_t lda, size_t in, const float* b,
-                                     const float* init, float scale, float* c, size_t ldc, size_t width) {
+// The last rows % Rows rows of a run of panels, R or fewer of them.
+template <class Isa, size_t R, size_t P>
+LENSCHECK_INLINE void remainder_tile(size_t rows, const float* a, size_t lda, size_t in, const float* const* b,
+                                     const float* const* init, float scale, float* const* c, size_t ldc,
+                                     const size_t* width) {
   if constexpr (R > 0) {
     if (rows == R)
-      tile<Vec, R>(a, lda, in, b, kPanel, init, scale, c, ldc, width);
+      tile<Isa, R, P>(a, lda, in, b, init, scale, c, ldc, width, nullptr);
     else
-      remainder_tile<Vec, R - 1>(rows, a, lda, in, b, init, scale, c, ldc, width);
+      remainder_tile<Isa, R - 1, P>(rows, a, lda, in, b, init, scale, c, ldc, width);
   }
 }
 
@@ -160,46 +201,113 @@ struct Product {
   size_t ldc;
 };
 
-template <class Vec, size_t Rows>
-LENSCHECK_INLINE void multiply_tiled(const Product& m) {
+// Panels [first, first + P) of the product, every row.
+template <class Isa, size_t P>
+LENSCHECK_INLINE void multiply_panels(const Product& m, size_t first, bool prefetch_next) {
+  constexpr size_t Rows = Isa::rows;
+  float init[P][kPanel];
+  const float *b[P], *init_of[P], *next[P];
+  float* c[P];
+  size_t width[P];
+  for (size_t q = 0; q < P; ++q) {
+    const size_t o0 = (first + q) * kPanel;
+    width[q] = std::min(kPanel, m.out - o0);
+    for (size_t j = 0; j < kPanel; ++j) init[q][j] = m.bias && j < width[q] ? m.bias[o0 + j] : 0.0f;
+    b[q] = m.panels + (first + q) * m.panel_stride;
+    next[q] = b[q] + P * m.panel_stride;
+    init_of[q] = init[q];
+    c[q] = m.c + o0;
+  }
+  // The first tile of a run of panels prefetches the next run: at few rows a weight comes from L3
+  // once per forward, and the hardware prefetcher alone keeps the tile waiting (6 % of a T = 16
+  // forward, 4 % at T = 128).
+  size_t r = 0;
+  for (; r + Rows <= m.rows; r += Rows) {
+    float* cr[P];
+    for (size_t q = 0; q < P; ++q) cr[q] = c[q] + r * m.ldc;
+    tile<Isa, Rows, P>(m.a + r * m.lda, m.lda, m.in, b, init_of, m.scale, cr, m.ldc, width,
+                       r == 0 && prefetch_next ? next : nullptr);
+  }
+  for (size_t q = 0; q < P; ++q) c[q] += r * m.ldc;
+  remainder_tile<Isa, Rows - 1, P>(m.rows - r, m.a + r * m.lda, m.lda, m.in, b, init_of, m.scale, c,
+                                   m.ldc, width);
+}
+
+// Runs of Isa::panels panels, the last run shorter where the panels do not divide evenly.
+template <class Isa>
+LENSCHECK_INLINE size_t panel_runs(const Product& m) {
+  return ((m.out + kPanel - 1) / kPanel + Isa::panels - 1) / Isa::panels;
+}
+
+// Runs [first_run, end_run) of the product.
+template <class Isa>
+LENSCHECK_INLINE void multiply_tiled(const Product& m, size_t first_run, size_t end_run) {
   const size_t count = (m.out + kPanel - 1) / kPanel;
-  float init[kPanel];
-  for (size_t p = 0; p < count; ++p) {
-    const size_t o0 = p * kPanel, width = std::min(kPanel, m.out - o0);
-    const float* panel = m.panels + p * m.panel_stride;
-    for (size_t j = 0; j < kPanel; ++j) init[j] = m.bias && j < width ? m.bias[o0 + j] : 0.0f;
-    // The first tile of a panel prefetches the next one: at few rows a weight comes from L3 once
-    // per forward, and the hardware prefetcher alone keeps the tile waiting (6 % of a T = 16
-    // forward, 4 % at T = 128).
-    size_t r = 0;
-    for (; r + Rows <= m.rows; r += Rows)
-      tile<Vec, Rows>(m.a + r * m.lda, m.lda, m.in, panel, kPanel, init, m.scale, m.c + r * m.ldc + o0,
-                      m.ldc, width, r == 0 && p + 1 < count ? panel + m.panel_stride : nullptr);
-    remainder_tile<Vec, Rows - 1>(m.rows - r, m.a + r * m.lda, m.lda, m.in, panel, init, m.scale,
-                                  m.c + r * m.ldc + o0, m.ldc, width);
+  for (size_t run = first_run; run < end_run; ++run) {
+    const size_t p = run * Isa::panels;
+    if (p + Isa::panels <= count)
+      multiply_panels<Isa, Isa::panels>(m, p, p + 2 * Isa::panels <= count);
+    else if constexpr (Isa::panels > 1)
+      multiply_panels<Isa, 1>(m, p, false);
   }
 }
 
-// The tile's shape is the instruction set's, so the product is one overload per set (the loader
-// picks one, as for the clones): eight accumulators of a 16-float panel row, as two AVX registers
-// × 4 rows (AVX2 has 16), or as one AVX-512 register × 8 rows (AVX-512 has 32). Every shape adds
-// the same terms in the same order, so all give the same bits.
+// The tile's shape and fused multiply-add are the instruction set's, so the product is compiled
+// once per set, and the one this process uses is chosen at start-up (instruction_set()).
 #if defined(__x86_64__)
-[[gnu::target("default")]] void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
-[[gnu::target("avx2")]] void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
-[[gnu::target("avx512f")]] void multiply(const Product& m) { multiply_tiled<f16, 8>(m); }
-#else
-void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
+[[gnu::target("avx512f")]] void multiply_avx512(const Product& m, size_t first, size_t end) {
+  multiply_tiled<Avx512>(m, first, end);
+}
+[[gnu::target("avx2,fma")]] void multiply_avx2(const Product& m, size_t first, size_t end) {
+  multiply_tiled<Avx2>(m, first, end);
+}
 #endif
+void multiply_baseline(const Product& m, size_t first, size_t end) { multiply_tiled<Baseline>(m, first, end); }
+
+// The runs of panels of this instruction set's tile, which threads share out.
+size_t runs_of(const Product& m) {
+  switch (instruction_set()) {
+    case InstructionSet::avx512: return panel_runs<Avx512>(m);
+    case InstructionSet::avx2: return panel_runs<Avx2>(m);
+    case InstructionSet::baseline: break;
+  }
+  return panel_runs<Baseline>(m);
+}
+
+void multiply_runs(const Product& m, size_t first, size_t end) {
+  switch (instruction_set()) {
+#if defined(__x86_64__)
+    case InstructionSet::avx512: return multiply_avx512(m, first, end);
+    case InstructionSet::avx2: return multiply_avx2(m, first, end);
+#else
+    case InstructionSet::avx512:
+    case InstructionSet::avx2:
+#endif
+    case InstructionSet::baseline: return multiply_baseline(m, first, end);
+  }
+}
+
+// The whole product, its runs of panels shared out in `parts` contiguous blocks.
+void multiply(const Product& m, const Workers& workers) {
+  const size_t runs = runs_of(m), parts = std::min<size_t>(workers.threads(), runs);
+  workers.run(parts, [&](size_t part) { multiply_runs(m, runs * part / parts, runs * (part + 1) / parts); });
+}
+
+// Scratch for the panels of K or V, kept from call to call (one per thread), so that no call
+// pages in fresh memory.
+float* packing_scratch(size_t floats) {
+  thread_local std::vector<float> packed;
+  packed.resize(std::max(packed.size(), floats));
+  return packed.data();
+}
 
 // The same product with B packed on the way in: activations (K, V) change with every call.
 void multiply_packing(const float* a, size_t lda, size_t rows, size_t in, Operand b, size_t out,
                       float scale, float* c, size_t ldc) {
-  // Kept from call to call (one per thread), so that no call pages in fresh memory.
-  thread_local std::vector<float> packed;
-  packed.resize(std::max(packed.size(), packed_size(in, out)));
-  pack_panels(b, in, out, packed.data());
-  multiply({a, lda, rows, in, packed.data(), in * kPanel, out, nullptr, scale, c, ldc});
+  float* packed = packing_scratch(packed_size(in, out));
+  pack_panels(b, in, out, packed);
+  const Product m{a, lda, rows, in, packed, in * kPanel, out, nullptr, scale, c, ldc};
+  multiply_runs(m, 0, runs_of(m));
 }
 
 // ---- Sums in double ------------------------------------------------------------------------
@@ -388,16 +496,92 @@ LENSCHECK_INLINE void map_lanes(Elementwise e, float* x, size_t n) {
 }
 
 // Four doubles at a time, or eight with AVX-512; lanes never meet, so both widths give the same
-// bits. One overload per instruction set, as for multiply().
+// bits. Compiled once per instruction set, as multiply() is.
 #if defined(__x86_64__)
-[[gnu::target("default")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
-[[gnu::target("avx2")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
-[[gnu::target("avx512f")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d8>(e, x, n); }
-#else
-void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
+[[gnu::target("avx512f")]] void map_avx512(Elementwise e, float* x, size_t n) { map_lanes<d8>(e, x, n); }
+[[gnu::target("avx2,fma")]] void map_avx2(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
 #endif
+void map_baseline(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
+
+void map(Elementwise e, float* x, size_t n) {
+  switch (instruction_set()) {
+#if defined(__x86_64__)
+    case InstructionSet::avx512: return map_avx512(e, x, n);
+    case InstructionSet::avx2: return map_avx2(e, x, n);
+#else
+    case InstructionSet::avx512:
+    case InstructionSet::avx2:
+#endif
+    case InstructionSet::baseline: return map_baseline(e, x, n);
+  }
+}
+
+// f(begin, end) over [0, n) in as many contiguous blocks as there are threads, each a multiple of
+// `grain` long but the last.
+template <class F>
+void in_blocks(const Workers& workers, size_t n, size_t grain, F f) {
+  const size_t grains = (n + grain - 1) / grain, parts = std::min<size_t>(workers.threads(), grains);
+  workers.run(parts, [&](size_t part) {
+    f(std::min(n, grains * part / parts * grain), std::min(n, grains * (part + 1) / parts * grain));
+  });
+}
+
+InstructionSet parse_instruction_set(std::string_view name) {
+  for (InstructionSet set : {InstructionSet::baseline, InstructionSet::avx2, InstructionSet::avx512})
+    if (name == instruction_set_name(set)) return set;
+  throw std::invalid_argument("LENSCHECK_ISA=" + std::string(name) + ": not one of baseline, avx2, avx512");
+}
+
+// The widest set this CPU has, or the one LENSCHECK_ISA names.
+InstructionSet initial_instruction_set() {
+  InstructionSet widest = InstructionSet::baseline;
+  for (InstructionSet set : {InstructionSet::avx2, InstructionSet::avx512})
+    if (instruction_set_supported(set)) widest = set;
+  const char* forced = std::getenv("LENSCHECK_ISA");
+  if (!forced) return widest;
+  const InstructionSet set = parse_instruction_set(forced);
+  if (!instruction_set_supported(set))
+    throw std::invalid_argument(std::string("LENSCHECK_ISA=") + forced + ": this CPU lacks it");
+  return set;
+}
+
+std::atomic<InstructionSet>& current_instruction_set() {
+  static std::atomic<InstructionSet> set{initial_instruction_set()};
+  return set;
+}
 
 }  // namespace
+
+const char* instruction_set_name(InstructionSet set) {
+  switch (set) {
+    case InstructionSet::avx512: return "avx512";
+    case InstructionSet::avx2: return "avx2";
+    case InstructionSet::baseline: break;
+  }
+  return "baseline";
+}
+
+bool instruction_set_supported(InstructionSet set) {
+  switch (set) {
+#if defined(__x86_64__)
+    case InstructionSet::avx512: return __builtin_cpu_supports("avx512f");
+    case InstructionSet::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    case InstructionSet::avx512:
+    case InstructionSet::avx2: return false;
+#endif
+    case InstructionSet::baseline: break;
+  }
+  return true;
+}
+
+InstructionSet instruction_set() { return current_instruction_set().load(std::memory_order_relaxed); }
+
+void use_instruction_set(InstructionSet set) {
+  if (!instruction_set_supported(set))
+    throw std::invalid_argument(std::string(instruction_set_name(set)) + ": this CPU lacks it");
+  current_instruction_set() = set;
+}
 
 LENSCHECK_KERNEL
 PackedWeight pack_weight(const float* wt, size_t in, size_t out) {
@@ -406,31 +590,37 @@ PackedWeight pack_weight(const float* wt, size_t in, size_t out) {
   return w;
 }
 
-void linear(const float* x, size_t rows, const PackedWeight& w, const float* b, float* y) {
-  multiply({x, w.in, rows, w.in, w.panels.data(), w.in * kPanel, w.out, b, 1.0f, y, w.out});
+void linear(const float* x, size_t rows, const PackedWeight& w, const float* b, float* y,
+            const Workers& workers) {
+  multiply({x, w.in, rows, w.in, w.panels.data(), w.in * kPanel, w.out, b, 1.0f, y, w.out}, workers);
 }
 
 void head_transform(const float* v, size_t T, size_t H, size_t Dh, const PackedWeight& w,
-                    const float* b, float* fx) {
+                    const float* b, float* fx, const Workers& workers) {
   // Head h's rows of the weight are rows h*Dh.. of every panel.
-  for (size_t h = 0; h < H; ++h)
-    multiply({v + h * Dh, H * Dh, T, Dh, w.panels.data() + h * Dh * kPanel, w.in * kPanel, w.out, b,
-              1.0f, fx + h * T * w.out, w.out});
+  workers.run(H, [&](size_t h) {
+    const Product m{v + h * Dh, H * Dh, T, Dh, w.panels.data() + h * Dh * kPanel, w.in * kPanel, w.out, b,
+                    1.0f, fx + h * T * w.out, w.out};
+    multiply_runs(m, 0, runs_of(m));
+  });
 }
 
 void attention_scores(const float* q, const float* k, size_t T, size_t H, size_t Dh, float scale,
-                      float* scores) {
+                      float* scores, const Workers& workers) {
   const size_t D = H * Dh;
   // Per head, Q_h [T, Dh] times K_h transposed: B(e, b) = k[b * D + h * Dh + e].
-  for (size_t h = 0; h < H; ++h)
+  workers.run(H, [&](size_t h) {
     multiply_packing(q + h * Dh, D, T, Dh, {k + h * Dh, 1, D}, T, scale, scores + h * T * T, T);
+  });
 }
 
-void attend(const float* probs, const float* v, size_t T, size_t H, size_t Dh, float* context) {
+void attend(const float* probs, const float* v, size_t T, size_t H, size_t Dh, float* context,
+            const Workers& workers) {
   const size_t D = H * Dh;
   // Per head, P_h [T, T] times V_h [T, Dh] into the head's columns of context.
-  for (size_t h = 0; h < H; ++h)
+  workers.run(H, [&](size_t h) {
     multiply_packing(probs + h * T * T, T, T, T, {v + h * Dh, D, 1}, Dh, 1.0f, context + h * Dh, D);
+  });
 }
 
 LENSCHECK_KERNEL
@@ -476,10 +666,12 @@ void summed_transformed_norm(const float* probs, const float* fx, size_t H, size
   }
 }
 
+namespace {
+
 LENSCHECK_KERNEL
-void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const float* beta,
-                float eps) {
-  for (size_t r = 0; r < rows; ++r) {
+void layer_norm_rows(float* x, size_t first, size_t end, size_t dim, const float* gamma,
+                     const float* beta, float eps) {
+  for (size_t r = first; r < end; ++r) {
     float* xr = x + r * dim;
     const double mean = sum_of(xr, dim) / static_cast<double>(dim);
     const double var = sum_of_products(xr, xr, dim, mean) / static_cast<double>(dim);
@@ -490,8 +682,8 @@ void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const flo
 }
 
 LENSCHECK_KERNEL
-void softmax_rows(float* x, size_t rows, size_t cols) {
-  for (size_t r = 0; r < rows; ++r) {
+void softmax_of_rows(float* x, size_t first, size_t end, size_t cols) {
+  for (size_t r = first; r < end; ++r) {
     float* xr = x + r * cols;
     const float max = max_of(xr, cols);
     map({Elementwise::exp_shifted, max}, xr, cols);
@@ -500,9 +692,27 @@ void softmax_rows(float* x, size_t rows, size_t cols) {
   }
 }
 
-void gelu_erf(float* x, size_t n) { map({Elementwise::gelu_erf}, x, n); }
+}  // namespace
 
-void gelu_tanh(float* x, size_t n) { map({Elementwise::gelu_tanh}, x, n); }
+void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const float* beta, float eps,
+                const Workers& workers) {
+  in_blocks(workers, rows, 1, [&](size_t first, size_t end) { layer_norm_rows(x, first, end, dim, gamma, beta, eps); });
+}
+
+void softmax_rows(float* x, size_t rows, size_t cols, const Workers& workers) {
+  in_blocks(workers, rows, 1, [&](size_t first, size_t end) { softmax_of_rows(x, first, end, cols); });
+}
+
+// Blocks of whole vectors: each element's value does not depend on where it sits anyway.
+constexpr size_t kMapGrain = 64;
+
+void gelu_erf(float* x, size_t n, const Workers& workers) {
+  in_blocks(workers, n, kMapGrain, [&](size_t first, size_t end) { map({Elementwise::gelu_erf}, x + first, end - first); });
+}
+
+void gelu_tanh(float* x, size_t n, const Workers& workers) {
+  in_blocks(workers, n, kMapGrain, [&](size_t first, size_t end) { map({Elementwise::gelu_tanh}, x + first, end - first); });
+}
 
 LENSCHECK_KERNEL
 void relu(float* x, size_t n) {
