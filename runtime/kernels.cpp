@@ -91,25 +91,37 @@ struct Operand {
 
 constexpr size_t kPanel = 16;
 
+// Parts per thread when a kernel is shared out: more than one, so that a thread the OS keeps
+// waiting (cores shared with other work) holds up no more than a small part of the kernel; the
+// other threads take the parts it leaves.
+constexpr size_t kPartsPerThread = 4;
+
 // What a tile needs of an instruction set: its vector, the fused multiply-add on it, and the tile's
 // shape (as many accumulators as fill the register file, less the operands).
+// The element-wise maps compute in Doubles, with the same set's fused multiply-add.
 struct Avx512 {
   using Vec = f16;
+  using Doubles = d8;
   static constexpr size_t rows = 8, panels = 2;  // 16 of 32 registers hold sums
   LENSCHECK_INLINE static Vec fma(Vec a, Vec b, Vec c) { return __builtin_ia32_vfmaddps512_mask(a, b, c, -1, 4); }
+  LENSCHECK_INLINE static d8 fma(d8 a, d8 b, d8 c) { return __builtin_ia32_vfmaddpd512_mask(a, b, c, -1, 4); }
 };
 struct Avx2 {
   using Vec = f8;
+  using Doubles = d4;
   static constexpr size_t rows = 6, panels = 1;  // 12 of 16 registers hold sums
   LENSCHECK_INLINE static Vec fma(Vec a, Vec b, Vec c) { return __builtin_ia32_vfmaddps256(a, b, c); }
+  LENSCHECK_INLINE static d4 fma(d4 a, d4 b, d4 c) { return __builtin_ia32_vfmaddpd256(a, b, c); }
 };
 // The x86-64 baseline has no fused multiply-add instruction: std::fma per lane (glibc's, exact in
-// software where the CPU lacks it), for CPUs older than AVX2 only.
+// software where the CPU lacks it), several times slower, for CPUs older than AVX2 only.
 struct Baseline {
   using Vec = f4;
+  using Doubles = d4;
   static constexpr size_t rows = 4, panels = 1;
-  LENSCHECK_INLINE static Vec fma(Vec a, Vec b, Vec c) {
-    for (size_t j = 0; j < 4; ++j) c[j] = std::fma(a[j], b[j], c[j]);
+  template <class V>
+  LENSCHECK_INLINE static V fma(V a, V b, V c) {
+    for (size_t j = 0; j < sizeof(V) / sizeof(c[0]); ++j) c[j] = std::fma(a[j], b[j], c[j]);
     return c;
   }
 };
@@ -287,9 +299,9 @@ void multiply_runs(const Product& m, size_t first, size_t end) {
   }
 }
 
-// The whole product, its runs of panels shared out in `parts` contiguous blocks.
+// The whole product, its runs of panels shared out in contiguous blocks.
 void multiply(const Product& m, const Workers& workers) {
-  const size_t runs = runs_of(m), parts = std::min<size_t>(workers.threads(), runs);
+  const size_t runs = runs_of(m), parts = std::min<size_t>(kPartsPerThread * workers.threads(), runs);
   workers.run(parts, [&](size_t part) { multiply_runs(m, runs * part / parts, runs * (part + 1) / parts); });
 }
 
@@ -370,32 +382,33 @@ LENSCHECK_INLINE bool all_lanes(const M& mask) {
   return all != 0;
 }
 
-// c[Lo] + c[Lo + 1] w + ... + c[Lo + Len - 1] w^(Len - 1), with pw[k] = w^(2^k).
-template <size_t Lo, size_t Len, class D, size_t N>
+// c[Lo] + c[Lo + 1] w + ... + c[Lo + Len - 1] w^(Len - 1), with pw[k] = w^(2^k); each step one
+// fused multiply-add of the instruction set (one rounding, the same at every width).
+template <class Isa, size_t Lo, size_t Len, class D, size_t N>
 LENSCHECK_INLINE D estrin(const std::array<double, N>& c, const D* pw) {
   constexpr size_t half = std::bit_floor(Len - 1);  // the largest power of two below Len
   if constexpr (Len == 2)
-    return pw[0] * c[Lo + 1] + c[Lo];
+    return Isa::fma(pw[0], splat<D>(c[Lo + 1]), splat<D>(c[Lo]));
   else if constexpr (Len - half == 1)
-    return estrin<Lo, half>(c, pw) + pw[std::countr_zero(half)] * c[Lo + half];
+    return Isa::fma(pw[std::countr_zero(half)], splat<D>(c[Lo + half]), estrin<Isa, Lo, half>(c, pw));
   else
-    return estrin<Lo, half>(c, pw) +
-           pw[std::countr_zero(half)] * estrin<Lo + half, Len - half>(c, pw);
+    return Isa::fma(pw[std::countr_zero(half)], estrin<Isa, Lo + half, Len - half>(c, pw),
+                    estrin<Isa, Lo, half>(c, pw));
 }
 
-template <class D, size_t N>
+template <class Isa, class D, size_t N>
   requires(N >= 2)
 LENSCHECK_INLINE D polynomial(const std::array<double, N>& c, const D& w) {
   D pw[std::bit_width(N - 1)];
   pw[0] = w;
   for (size_t k = 1; k < std::size(pw); ++k) pw[k] = pw[k - 1] * pw[k - 1];
-  return estrin<0, N>(c, pw);
+  return estrin<Isa, 0, N>(c, pw);
 }
 
 // e^x: x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, so n ln2_hi is exact), e^r by its
 // Taylor series to r^12 (relative truncation below 3e-16), 2^n written into the exponent bits.
 // Arguments are clamped to [-708, 709], where the result is 0 or inf in float anyway.
-template <class D>
+template <class Isa, class D>
 LENSCHECK_INLINE D exp_lanes(const D& arg) {
   using I = mask_of<D>;  // 64-bit integers, as many as D's lanes
   constexpr double kLn2Hi = 0x1.62e42fee00000p-1, kLn2Lo = 0x1.a39ef35793c76p-33;
@@ -405,9 +418,9 @@ LENSCHECK_INLINE D exp_lanes(const D& arg) {
   x = x > hi ? hi : x;
   const D t = x * std::numbers::log2e + kShift;
   const D n = t - kShift;
-  const D r = (x - n * kLn2Hi) - n * kLn2Lo;
+  const D r = Isa::fma(-n, splat<D>(kLn2Lo), Isa::fma(-n, splat<D>(kLn2Hi), x));
   const I two_n = ((I)t + 1023) << 52;  // vector casts reinterpret the bits
-  return polynomial(kExpTaylor, r) * (D)two_n;
+  return polynomial<Isa>(kExpTaylor, r) * (D)two_n;
 }
 
 // erf(z) / z as a polynomial in w = z²/2 - 1, for |z| < 2: the Chebyshev interpolant of degree 15
@@ -432,16 +445,17 @@ constexpr std::array<double, 22> kErfcLarge = {
     -7.4369730575860808e-10};
 
 // x/2 (1 + erf(x / sqrt 2)).
+template <class Isa>
 struct GeluErf {
   template <class D>
   LENSCHECK_INLINE D operator()(const D& x) const {
     const D z = x * (std::numbers::sqrt2 / 2);
     const D a = z < splat<D>(0.0) ? -z : z;
     const mask_of<D> small = a < splat<D>(2.0);
-    D phi = 1.0 + z * polynomial(kErfSmall, z * z * 0.5 - 1.0);
+    D phi = Isa::fma(z, polynomial<Isa>(kErfSmall, z * z * 0.5 - 1.0), splat<D>(1.0));
     if (!all_lanes(small)) {  // a lane with |z| >= 2, or NaN
       const D inv = 1.0 / a;
-      const D erfc = exp_lanes(-(a * a)) * polynomial(kErfcLarge, 8.0 * inv * inv - 1.0) *
+      const D erfc = exp_lanes<Isa>(-(a * a)) * polynomial<Isa>(kErfcLarge, 8.0 * inv * inv - 1.0) *
                       (std::numbers::inv_sqrtpi * inv);
       phi = small ? phi : (z > splat<D>(0.0) ? 2.0 - erfc : erfc);
     }
@@ -450,19 +464,21 @@ struct GeluErf {
 };
 
 // x/2 (1 + tanh(y)) = x / (1 + e^(-2y)), y = sqrt(2/pi) (x + 0.044715 x³): no cancellation.
+template <class Isa>
 struct GeluTanh {
   template <class D>
   LENSCHECK_INLINE D operator()(const D& x) const {
     const double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
-    return x / (1.0 + exp_lanes(-2.0 * k * (x + 0.044715 * x * x * x)));
+    return x / (1.0 + exp_lanes<Isa>(-2.0 * k * (x + 0.044715 * x * x * x)));
   }
 };
 
 // e^(x - shift), for softmax.
+template <class Isa>
 struct ExpShifted {
   double shift;
   template <class D>
-  LENSCHECK_INLINE D operator()(const D& x) const { return exp_lanes(x - shift); }
+  LENSCHECK_INLINE D operator()(const D& x) const { return exp_lanes<Isa>(x - shift); }
 };
 
 // Applies f to n floats in place, lanes_of<D> at a time, computed in double and rounded once; the
@@ -486,22 +502,23 @@ struct Elementwise {
   float shift = 0;
 };
 
-template <class D>
+template <class Isa>
 LENSCHECK_INLINE void map_lanes(Elementwise e, float* x, size_t n) {
+  using D = typename Isa::Doubles;
   switch (e.function) {
-    case Elementwise::gelu_erf: return map_in_place<D>(x, n, 0.0f, GeluErf{});
-    case Elementwise::gelu_tanh: return map_in_place<D>(x, n, 0.0f, GeluTanh{});
-    case Elementwise::exp_shifted: return map_in_place<D>(x, n, e.shift, ExpShifted{e.shift});
+    case Elementwise::gelu_erf: return map_in_place<D>(x, n, 0.0f, GeluErf<Isa>{});
+    case Elementwise::gelu_tanh: return map_in_place<D>(x, n, 0.0f, GeluTanh<Isa>{});
+    case Elementwise::exp_shifted: return map_in_place<D>(x, n, e.shift, ExpShifted<Isa>{e.shift});
   }
 }
 
 // Four doubles at a time, or eight with AVX-512; lanes never meet, so both widths give the same
 // bits. Compiled once per instruction set, as multiply() is.
 #if defined(__x86_64__)
-[[gnu::target("avx512f")]] void map_avx512(Elementwise e, float* x, size_t n) { map_lanes<d8>(e, x, n); }
-[[gnu::target("avx2,fma")]] void map_avx2(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
+[[gnu::target("avx512f")]] void map_avx512(Elementwise e, float* x, size_t n) { map_lanes<Avx512>(e, x, n); }
+[[gnu::target("avx2,fma")]] void map_avx2(Elementwise e, float* x, size_t n) { map_lanes<Avx2>(e, x, n); }
 #endif
-void map_baseline(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
+void map_baseline(Elementwise e, float* x, size_t n) { map_lanes<Baseline>(e, x, n); }
 
 void map(Elementwise e, float* x, size_t n) {
   switch (instruction_set()) {
@@ -516,11 +533,11 @@ void map(Elementwise e, float* x, size_t n) {
   }
 }
 
-// f(begin, end) over [0, n) in as many contiguous blocks as there are threads, each a multiple of
-// `grain` long but the last.
+// f(begin, end) over [0, n) in contiguous blocks, each a multiple of `grain` long but the last.
 template <class F>
 void in_blocks(const Workers& workers, size_t n, size_t grain, F f) {
-  const size_t grains = (n + grain - 1) / grain, parts = std::min<size_t>(workers.threads(), grains);
+  const size_t grains = (n + grain - 1) / grain,
+               parts = std::min<size_t>(kPartsPerThread * workers.threads(), grains);
   workers.run(parts, [&](size_t part) {
     f(std::min(n, grains * part / parts * grain), std::min(n, grains * (part + 1) / parts * grain));
   });
