@@ -62,9 +62,10 @@ std::vector<float> plain_product(size_t rows, size_t in, size_t out, A a, B b, c
   return c;
 }
 
-// Rows 1-20 cover every remainder of the 4- and 8-row tiles; widths 1-40 full and partial panels.
+// Rows 1-20 cover every remainder of the 4-, 6- and 8-row tiles; widths 1-40 full and partial
+// panels and runs of two; inputs up to 600 one, two and three blocks of 256.
 RC_GTEST_PROP(Kernels, LinearIsThePlainLoopBitForBit, ()) {
-  const auto rows = size_t(*rc::gen::inRange(1, 21)), in = size_t(*rc::gen::inRange(1, 80)),
+  const auto rows = size_t(*rc::gen::inRange(1, 21)), in = size_t(*rc::gen::inRange(1, 600)),
              out = size_t(*rc::gen::inRange(1, 41));
   const bool biased = *rc::gen::arbitrary<bool>();
   const auto seed = *rc::gen::arbitrary<uint32_t>();

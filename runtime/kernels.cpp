@@ -127,7 +127,9 @@ struct Baseline {
 };
 
 // One output tile: R rows × P panels. Panel q's row i is b[q][i * kPanel ...]; init[q] its kPanel
-// starting values, width[q] its real columns (the last panel may be partial), c[q] its output.
+// starting values, or, where init is null, the sums so far are c's (a block of inputs after the
+// first: a float stored and loaded back is the same float, so blocking moves no bit); width[q] its
+// real columns (the last panel may be partial), c[q] its output.
 // If `prefetch` is set, the next tile's panels (laid out as b's) are fetched into L2 on the way.
 template <class Isa, size_t R, size_t P>
 LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* const* b,
@@ -137,8 +139,12 @@ LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* c
   constexpr size_t lanes = sizeof(Vec) / sizeof(float), V = kPanel / lanes;
   Vec acc[R][P][V];
   for (size_t r = 0; r < R; ++r)
-    for (size_t q = 0; q < P; ++q)
-      for (size_t v = 0; v < V; ++v) acc[r][q][v] = load<Vec>(init[q] + lanes * v);
+    for (size_t q = 0; q < P; ++q) {
+      float sums[kPanel] = {};
+      const float* from = init ? init[q] : width[q] == kPanel ? c[q] + r * ldc : sums;
+      if (from == sums) std::copy_n(c[q] + r * ldc, width[q], sums);
+      for (size_t v = 0; v < V; ++v) acc[r][q][v] = load<Vec>(from + lanes * v);
+    }
   for (size_t i = 0; i < in; ++i) {
     if (prefetch)
       for (size_t q = 0; q < P; ++q) __builtin_prefetch(prefetch[q] + i * kPanel, 0, 2);
@@ -213,7 +219,12 @@ struct Product {
   size_t ldc;
 };
 
-// Panels [first, first + P) of the product, every row.
+// Inputs per block: kBlock rows of two panels (32 KiB) stay in L1 (48 KiB on this project's
+// machines) while every row tile reads them, where two whole panels of a 1024-input product
+// (128 KiB) would stream from L2 for each tile.
+constexpr size_t kBlock = 256;
+
+// Panels [first, first + P) of the product, every row, in blocks of kBlock inputs.
 template <class Isa, size_t P>
 LENSCHECK_INLINE void multiply_panels(const Product& m, size_t first, bool prefetch_next) {
   constexpr size_t Rows = Isa::rows;
@@ -230,19 +241,31 @@ LENSCHECK_INLINE void multiply_panels(const Product& m, size_t first, bool prefe
     init_of[q] = init[q];
     c[q] = m.c + o0;
   }
-  // The first tile of a run of panels prefetches the next run: at few rows a weight comes from L3
-  // once per forward, and the hardware prefetcher alone keeps the tile waiting (6 % of a T = 16
-  // forward, 4 % at T = 128).
-  size_t r = 0;
-  for (; r + Rows <= m.rows; r += Rows) {
+  for (size_t i0 = 0; i0 < m.in; i0 += kBlock) {
+    const size_t in = std::min(kBlock, m.in - i0);
+    const bool last = i0 + in == m.in;
+    const float *bi[P], *ahead[P];
+    for (size_t q = 0; q < P; ++q) {
+      bi[q] = b[q] + i0 * kPanel;
+      ahead[q] = last ? next[q] : bi[q] + in * kPanel;
+    }
+    // The first tile of a block prefetches the next block, or the next run's first: at few rows a
+    // weight comes from L3 once per forward, and the hardware prefetcher alone keeps the tile
+    // waiting (6 % of a T = 16 forward, 4 % at T = 128).
+    const bool prefetch = !last || prefetch_next;
+    const float* const* starts = i0 == 0 ? init_of : nullptr;
+    const float scale = last ? m.scale : 1.0f;  // exact on the sums kept between blocks
+    size_t r = 0;
     float* cr[P];
+    for (; r + Rows <= m.rows; r += Rows) {
+      for (size_t q = 0; q < P; ++q) cr[q] = c[q] + r * m.ldc;
+      tile<Isa, Rows, P>(m.a + r * m.lda + i0, m.lda, in, bi, starts, scale, cr, m.ldc, width,
+                         r == 0 && prefetch ? ahead : nullptr);
+    }
     for (size_t q = 0; q < P; ++q) cr[q] = c[q] + r * m.ldc;
-    tile<Isa, Rows, P>(m.a + r * m.lda, m.lda, m.in, b, init_of, m.scale, cr, m.ldc, width,
-                       r == 0 && prefetch_next ? next : nullptr);
+    remainder_tile<Isa, Rows - 1, P>(m.rows - r, m.a + r * m.lda + i0, m.lda, in, bi, starts, scale, cr,
+                                     m.ldc, width);
   }
-  for (size_t q = 0; q < P; ++q) c[q] += r * m.ldc;
-  remainder_tile<Isa, Rows - 1, P>(m.rows - r, m.a + r * m.lda, m.lda, m.in, b, init_of, m.scale, c,
-                                   m.ldc, width);
 }
 
 // Runs of Isa::panels panels, the last run shorter where the panels do not divide evenly.
