@@ -2,7 +2,9 @@
 // three ways (model/trace.h Record): with the full trace; keeping only what the instrument shows;
 // and as a plain forward that keeps the last layer's output alone, as libtorch's users run it.
 // Every figure of the closing tables is a ratio of medians measured in this one run: all
-// repetitions are interleaved at random, so a noisy neighbour slows both sides alike.
+// repetitions are interleaved at random, so a noisy neighbour slows both sides alike. The plain
+// forward also runs on two threads (runtime2_plain: the encoder's own workers); ONNX Runtime is
+// measured beside it by bench/versus_onnxruntime.sh, which runs this binary.
 //
 //   build/bench/forward_bench --model build/fixtures/bert-mini [--repetitions 7] [--benchmark_*]
 #include <benchmark/benchmark.h>
@@ -69,9 +71,9 @@ double instrument_flops(const BertConfig& c, size_t tokens) {
 }
 
 #if defined(__x86_64__)
-// Independent accumulator chains keep both FP pipe pairs busy; `one` and `zero` are opaque, so
-// the values never change and nothing folds. Each loop runs at one vector width: AVX2 (8 floats)
-// and, where the CPU has it, AVX-512 (16 floats), whose kernels the runtime then uses.
+// Independent accumulator chains keep both FMA pipes busy; `one` and `zero` are opaque, so the
+// values never change and nothing folds. Each loop runs at one vector width: AVX2 (8 floats) and,
+// where the CPU has it, AVX-512 (16 floats), whose kernels the runtime then uses.
 constexpr int kChains = 6;
 constexpr long kPeakSteps = 1 << 16;
 
@@ -97,45 +99,13 @@ __attribute__((target("avx512f"))) float fma_loop_avx512(float one, float zero) 
   return out;
 }
 
-// What the runtime's kernels use: multiplies and adds, never fused (so that their results are the
-// same bits at every vector width).
-__attribute__((target("avx2"))) float mul_add_loop_avx2(float one, float zero) {
-  const __m256 a = _mm256_set1_ps(one), b = _mm256_set1_ps(zero);
-  __m256 m[kChains], s[kChains];
-  for (int i = 0; i < kChains; ++i) m[i] = s[i] = _mm256_set1_ps(1.0f);
-  for (long step = 0; step < kPeakSteps; ++step)
-    for (int i = 0; i < kChains; ++i) {
-      m[i] = _mm256_mul_ps(m[i], a);
-      s[i] = _mm256_add_ps(s[i], b);
-    }
-  float out = 0;
-  for (int i = 0; i < kChains; ++i) out += _mm256_cvtss_f32(m[i]) + _mm256_cvtss_f32(s[i]);
-  return out;
-}
-
-__attribute__((target("avx512f"))) float mul_add_loop_avx512(float one, float zero) {
-  const __m512 a = _mm512_set1_ps(one), b = _mm512_set1_ps(zero);
-  __m512 m[kChains], s[kChains];
-  for (int i = 0; i < kChains; ++i) m[i] = s[i] = _mm512_set1_ps(1.0f);
-  for (long step = 0; step < kPeakSteps; ++step)
-    for (int i = 0; i < kChains; ++i) {
-      m[i] = _mm512_mul_ps(m[i], a);
-      s[i] = _mm512_add_ps(s[i], b);
-    }
-  float out = 0;
-  for (int i = 0; i < kChains; ++i) out += _mm512_cvtss_f32(m[i]) + _mm512_cvtss_f32(s[i]);
-  return out;
-}
-
-// Flop of one call: per step, 2 × kChains FMAs, or kChains multiplies and kChains adds, of `lanes`.
+// Flop of one call: per step, 2 × kChains FMAs of `lanes`.
 constexpr double fma_loop_flops(int lanes) { return 2.0 * kChains * lanes * 2 * kPeakSteps; }
-constexpr double mul_add_loop_flops(int lanes) { return 2.0 * kChains * lanes * kPeakSteps; }
 
-struct PeakLoops {
+struct PeakLoop {
   const char* isa;
   int lanes;
   float (*fma)(float, float);
-  float (*mul_add)(float, float);
 };
 #endif
 
@@ -191,6 +161,7 @@ int main(int argc, char** argv) {
   oracle::Oracle::set_threads(1);
   const oracle::Oracle oracle(ck.config, ck.weights, oracle::Precision::fp32);
   const runtime::Encoder encoder(ck.config, ck.weights);
+  const runtime::Encoder two_threads(ck.config, ck.weights, {}, 2);
   const BertTokenizer tokenizer(ck.vocab);
   std::vector<Encoding> inputs;
   for (size_t T : kLengths) inputs.push_back(encoding_of_length(tokenizer, T));
@@ -205,19 +176,15 @@ int main(int argc, char** argv) {
   };
 #if defined(__x86_64__)
   // The widest vectors this CPU has set its peak: AVX-512 where there is one, AVX2 otherwise.
-  std::vector<PeakLoops> peak_loops;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    peak_loops.push_back({"avx2", 8, fma_loop_avx2, mul_add_loop_avx2});
-  if (__builtin_cpu_supports("avx512f")) peak_loops.push_back({"avx512", 16, fma_loop_avx512, mul_add_loop_avx512});
+  std::vector<PeakLoop> peak_loops;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) peak_loops.push_back({"avx2", 8, fma_loop_avx2});
+  if (__builtin_cpu_supports("avx512f")) peak_loops.push_back({"avx512", 16, fma_loop_avx512});
   static volatile float one = 1.0f, zero = 0.0f;
-  for (const PeakLoops& loops : peak_loops) {
-    add(fmt::format("peak/{}_fma", loops.isa), [&loops](benchmark::State& s) {
-      for (auto _ : s) benchmark::DoNotOptimize(loops.fma(one, zero));
+  for (const PeakLoop& loop : peak_loops)
+    add(fmt::format("peak/{}_fma", loop.isa), [&loop](benchmark::State& s) {
+      for (auto _ : s) benchmark::DoNotOptimize(loop.fma(one, zero));
+      s.counters["flop"] = fma_loop_flops(loop.lanes);  // per call, for bench/versus_onnxruntime.sh
     });
-    add(fmt::format("peak/{}_mul_add", loops.isa), [&loops](benchmark::State& s) {
-      for (auto _ : s) benchmark::DoNotOptimize(loops.mul_add(one, zero));
-    });
-  }
 #endif
   for (const Encoding& e : inputs) {
     const std::string T = std::to_string(e.ids.size());
@@ -227,24 +194,27 @@ int main(int argc, char** argv) {
       });
       add(fmt::format("runtime_{}/T={}", mode, T), [&, record](benchmark::State& s) {
         for (auto _ : s) benchmark::DoNotOptimize(encoder.forward(e, record));
+        if (record == Record::instrument) s.counters["flop"] = instrument_flops(ck.config, e.ids.size());
       });
     }
+    add(fmt::format("runtime2_plain/T={}", T), [&](benchmark::State& s) {
+      for (auto _ : s) benchmark::DoNotOptimize(two_threads.forward(e, Record::output));
+    });
   }
 
   MedianReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   auto& m = reporter.medians;
-  std::printf("\noracle: %s\n", oracle::Oracle::backend().c_str());
+  std::printf("\noracle: %s\nruntime kernels: %s\n", oracle::Oracle::backend().c_str(),
+              runtime::instruction_set_name(runtime::instruction_set()));
   double peak = 0;  // 0: not measured on this architecture, or filtered out
 #if defined(__x86_64__)
-  for (const PeakLoops& loops : peak_loops) {
-    const std::string fma = fmt::format("peak/{}_fma", loops.isa), mul_add = fmt::format("peak/{}_mul_add", loops.isa);
-    if (!m.count(fma) || !m.count(mul_add)) continue;
-    const double gflops = fma_loop_flops(loops.lanes) / m[fma].real_s / 1e9;
-    std::printf("fp32 rate of one core, %s: %.1f GFLOP/s with FMA, %.1f GFLOP/s with separate multiplies "
-                "and adds (the runtime's instructions)\n",
-                loops.isa, gflops, mul_add_loop_flops(loops.lanes) / m[mul_add].real_s / 1e9);
+  for (const PeakLoop& loop : peak_loops) {
+    const std::string fma = fmt::format("peak/{}_fma", loop.isa);
+    if (!m.count(fma)) continue;
+    const double gflops = fma_loop_flops(loop.lanes) / m[fma].real_s / 1e9;
+    std::printf("fp32 rate of one core, %s: %.1f GFLOP/s with FMA\n", loop.isa, gflops);
     peak = std::max(peak, gflops);
   }
   if (peak > 0) std::printf("fp32 peak of one core, measured: %.1f GFLOP/s\n", peak);

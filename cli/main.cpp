@@ -17,6 +17,7 @@
 #include "synth/corpus.h"
 #include "synth/fixture.h"
 #include "inspect/inspect.h"
+#include "common/parallel.h"
 #include "common/report_file.h"
 #include "gate/verify.h"
 #include "gate/verify_report.h"
@@ -81,8 +82,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // --threads may follow the subcommand too
   unsigned threads = 0;
-  app.add_option("--threads", threads, "sentences (and mutants) in parallel; 0: one per core. Results do "
-                                       "not depend on it")->capture_default_str();
+  app.add_option("--threads", threads, "sentences (and mutants) in parallel; 0: one per core; cores left over "
+                                       "(trace: one sentence) share the runtime's forward. Results do not "
+                                       "depend on it")->capture_default_str();
   app.set_version_flag("--version", lc::build_version());
 
   const lc::cli::DataPaths data = lc::cli::locate_data();
@@ -268,7 +270,8 @@ int main(int argc, char** argv) {
       if (impl == "runtime" && precision != "fp32")
         throw lc::InputError("--precision", "the runtime computes in fp32 only");
       const lc::Trace t =
-          impl == "runtime"    ? lc::runtime::Encoder(ck.config, ck.weights).forward(enc)
+          impl == "runtime"
+              ? lc::runtime::Encoder(ck.config, ck.weights, {}, lc::split_cores(1, threads).inside).forward(enc)
           : precision == "fp64" ? lc::oracle::Oracle(ck.config, ck.weights, lc::oracle::Precision::fp64).forward(enc)
                                 : lc::oracle::Oracle::computing_in(ck.config, ck.weights,
                                                                    lc::parse_arithmetic(precision, "--precision"))

@@ -9,8 +9,18 @@
 
 namespace lenscheck {
 
+namespace {
+unsigned cores(unsigned threads) { return threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads; }
+}  // namespace
+
+CoreSplit split_cores(size_t n, unsigned threads) {
+  const unsigned budget = cores(threads);
+  const auto items = static_cast<unsigned>(std::clamp<size_t>(n, 1, budget));
+  return {items, budget / items};
+}
+
 void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& body) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = cores(threads);
   threads = static_cast<unsigned>(std::min<size_t>(threads, n));
   if (threads <= 1) {
     for (size_t i = 0; i < n; ++i) body(i);

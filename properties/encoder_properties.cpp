@@ -1,8 +1,8 @@
 // Properties of the two encoders over random small models, up to BERT-base's depth and with trained
 // statistics (sharp attention, LayerNorm outlier dimensions), and token sequences: the runtime raises
 // no false alarm under the derived gate, whose verdict does not depend on a tensor's scale; attention
-// is a distribution, V = 0 leaves the norm lenses undefined rather than NaN, and heads are
-// interchangeable.
+// is a distribution, V = 0 leaves the norm lenses undefined rather than NaN, heads are
+// interchangeable, and the trace is the same bits on every thread count and instruction set.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -323,6 +323,31 @@ RC_GTEST_PROP(EncoderProperties, PermutingTheOrderOfHeadsInTheWeightsPermutesThe
   // runtime against the fp64 truth, not two runtimes against each other.)
   const ToleranceSet rounding{{{.pattern = "*", .atol = 1e-5, .rtol = 1e-5}}};
   assert_agree(restored, original, rounding, config);
+}
+
+
+// Threads share each kernel's outputs, and each instruction set fuses the same multiply-adds in the
+// same order, so neither may move a bit of the full trace.
+RC_GTEST_PROP(EncoderProperties, TheTraceIsTheSameBitsOnEveryThreadCountAndInstructionSet, ()) {
+  const BertConfig config = *prop::small_config();
+  const auto weight_seed = *rc::gen::arbitrary<uint64_t>();
+  const Encoding input = *prop::token_sequence(config);
+  const BertWeights weights = prop::random_weights(config, weight_seed, *prop::trained_statistics());
+  const auto threads = static_cast<unsigned>(*rc::gen::inRange(2, 6));
+  const Trace one = runtime::Encoder(config, weights).forward(input);
+  const runtime::InstructionSet chosen = runtime::instruction_set();
+  for (runtime::InstructionSet set :
+       {runtime::InstructionSet::baseline, runtime::InstructionSet::avx2, runtime::InstructionSet::avx512}) {
+    if (!runtime::instruction_set_supported(set)) continue;
+    runtime::use_instruction_set(set);
+    const Trace many = runtime::Encoder(config, weights, {}, threads).forward(input);
+    runtime::use_instruction_set(chosen);
+    RC_ASSERT(many.tensors.size() == one.tensors.size());
+    for (size_t i = 0; i < one.tensors.size(); ++i)
+      if (many.tensors[i].first != one.tensors[i].first || !bit_identical(many.tensors[i].second, one.tensors[i].second))
+        RC_FAIL(fmt::format("{} on {} threads and {} differs from one thread's on {}", one.tensors[i].first,
+                            threads, runtime::instruction_set_name(set), runtime::instruction_set_name(chosen)));
+  }
 }
 
 }  // namespace lenscheck

@@ -85,8 +85,9 @@ void linear_half_accumulate(const float* x, size_t rows, size_t in, const float*
 
 }  // namespace
 
-Encoder::Encoder(const BertConfig& config, const BertWeights& weights, Injected fault)
-    : config_(config), weights_(weights), fault_(fault.fault), fault_delta_(static_cast<float>(fault.delta)) {
+Encoder::Encoder(const BertConfig& config, const BertWeights& weights, Injected fault, unsigned threads)
+    : config_(config), weights_(weights), fault_(fault.fault), fault_delta_(static_cast<float>(fault.delta)),
+      workers_(std::make_unique<Workers>(std::max(1u, threads))) {
   unit_gamma_.values.assign(static_cast<size_t>(config.hidden_size), 1.0f);
   for (const LayerWeights& w : weights.layers)
     layers_.push_back({packed(w.query_w), packed(w.key_w), packed(w.value_w), packed(w.attention_out_w),
@@ -107,6 +108,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
   const Param& ones = unit_gamma_;
   auto gamma = [&](const Param& g) { return (fault_ == Fault::layer_norm_without_gamma ? ones : g).values.data(); };
 
+  const Workers& workers = *workers_;
   Trace trace;
   trace.producer = "runtime fp32";
   trace.precision = "fp32";
@@ -128,7 +130,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
     for (size_t k = 0; k < D; ++k) x[tok * D + k] = word[k] + pos[k] + type0[k];
   }
   layer_norm(x.data(), T, D, gamma(weights_.embeddings_ln_g),
-             weights_.embeddings_ln_b.values.data(), eps);
+             weights_.embeddings_ln_b.values.data(), eps, workers);
   rec("embeddings.output", {t, d}, x.data());
 
   std::vector<float> q(T * D), k(T * D), v(T * D), heads(H * T * Dh), scores(H * T * T),
@@ -140,9 +142,9 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
     const LayerWeights& w = *L.w;
     const std::string p = "layer." + std::to_string(l) + ".";
 
-    linear(x.data(), T, L.query, w.query_b.values.data(), q.data());
-    linear(x.data(), T, L.key, w.key_b.values.data(), k.data());
-    linear(x.data(), T, L.value, w.value_b.values.data(), v.data());
+    linear(x.data(), T, L.query, w.query_b.values.data(), q.data(), workers);
+    linear(x.data(), T, L.key, w.key_b.values.data(), k.data(), workers);
+    linear(x.data(), T, L.value, w.value_b.values.data(), v.data(), workers);
     if (fault_ == Fault::key_as_value) v = k;
     if (fault_ == Fault::head_slice_off_by_one)
       for (auto* m : {&q, &k, &v})
@@ -159,7 +161,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
       rec(p + "attention." + name, {h, t, dh}, heads.data());
     }
 
-    attention_scores(q.data(), k.data(), T, H, Dh, scale, scores.data());
+    attention_scores(q.data(), k.data(), T, H, Dh, scale, scores.data(), workers);
     rec(p + "attention.scores", {h, t, t}, scores.data());
     if (fault_ == Fault::softmax_over_queries) {
       softmax_columns(scores.data(), H, T);
@@ -167,21 +169,21 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
       for (float& e : scores) e = std::exp(e);
       normalise_rows(scores.data(), H * T, T);
     } else {
-      softmax_rows(scores.data(), H * T, T);
+      softmax_rows(scores.data(), H * T, T, workers);
     }
     if (fault_ == Fault::last_layer_probs_scaled && l + 1 == layers_.size())
       for (size_t e = 0; e < T * T; ++e) scores[e] *= 1.0f + fault_delta_;
     const std::vector<float>& probs = scores;
     rec.shown(p + "attention.probs", {h, t, t}, probs.data());
 
-    attend(probs.data(), v.data(), T, H, Dh, context.data());
+    attend(probs.data(), v.data(), T, H, Dh, context.data(), workers);
     rec(p + "attention.context", {t, d}, context.data());
 
-    linear(context.data(), T, L.attention_out, w.attention_out_b.values.data(), attention.data());
+    linear(context.data(), T, L.attention_out, w.attention_out_b.values.data(), attention.data(), workers);
     if (!(fault_ == Fault::attention_residual_skipped && l == 1))
       for (size_t e = 0; e < T * D; ++e) attention[e] += x[e];
     layer_norm(attention.data(), T, D, gamma(w.attention_ln_g),
-               w.attention_ln_b.values.data(), eps);
+               w.attention_ln_b.values.data(), eps, workers);
     rec(p + "attention.output", {t, d}, attention.data());
 
     if (rec.mode() != Record::output) {  // a plain forward computes no lens
@@ -193,7 +195,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
       const PackedWeight& output_slices =
           fault_ == Fault::transposed_output_slice ? untransposed : L.attention_out;
       const float* f_bias = fault_ == Fault::transformed_norm_with_bias ? w.attention_out_b.values.data() : nullptr;
-      head_transform(v.data(), T, H, Dh, output_slices, f_bias, fx.data());
+      head_transform(v.data(), T, H, Dh, output_slices, f_bias, fx.data(), workers);
       std::vector<float> unbiased(Dh);
       for (size_t hh = 0; hh < H; ++hh)
         for (size_t tok = 0; tok < T; ++tok) {
@@ -222,19 +224,19 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
       }
     }
 
-    linear(attention.data(), T, L.intermediate, w.intermediate_b.values.data(), inter.data());
+    linear(attention.data(), T, L.intermediate, w.intermediate_b.values.data(), inter.data(), workers);
     switch (fault_ == Fault::gelu_tanh_approximation ? Activation::gelu_tanh : config_.activation()) {
-      case Activation::gelu_erf: gelu_erf(inter.data(), T * I); break;
-      case Activation::gelu_tanh: gelu_tanh(inter.data(), T * I); break;
+      case Activation::gelu_erf: gelu_erf(inter.data(), T * I, workers); break;
+      case Activation::gelu_tanh: gelu_tanh(inter.data(), T * I, workers); break;
       case Activation::relu: relu(inter.data(), T * I); break;
     }
     rec(p + "intermediate", {t, i_}, inter.data());
     if (fault_ == Fault::half_precision_ffn_output)
       linear_half_accumulate(inter.data(), T, I, w.output_w.values.data(), w.output_b.values.data(), D, out.data());
     else
-      linear(inter.data(), T, L.output, w.output_b.values.data(), out.data());
+      linear(inter.data(), T, L.output, w.output_b.values.data(), out.data(), workers);
     for (size_t e = 0; e < T * D; ++e) out[e] += attention[e];
-    layer_norm(out.data(), T, D, gamma(w.output_ln_g), w.output_ln_b.values.data(), eps);
+    layer_norm(out.data(), T, D, gamma(w.output_ln_g), w.output_ln_b.values.data(), eps, workers);
     if (l + 1 == layers_.size())
       rec.last(p + "output", {t, d}, out.data());
     else

@@ -2,20 +2,29 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <numbers>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <vector>
+#if defined(__x86_64__)
+#include <immintrin.h>  // declares the fused multiply-add builtins of AVX2 and AVX-512
+#endif
 
-// Same bits on every x86-64: each multiply and each add rounds on its own (the project compiles
-// with -ffp-contract=off, so nothing is fused even where FMA is enabled), and every sum runs in an
-// order the code fixes, never the vector width or a thread count. So whichever version of a kernel
-// the loader picks for this CPU (an ifunc) agrees to the bit with the others: kernels are cloned
-// for AVX2 and the x86-64 baseline (target_clones), and the matrix product and the element-wise
-// maps, whose vector shapes are the instruction set's, are overloaded for the baseline, AVX2 and
-// AVX-512 (function multiversioning: multiply() and map() below).
+// Same bits on every x86-64: the matrix products fuse each multiply-add (one rounding, at every
+// vector width and in std::fma), everything else rounds each multiply and each add on its own (the
+// project compiles with -ffp-contract=off, so the compiler fuses nothing), and every sum runs in an
+// order the code fixes, never the vector width or a thread count. So every version of a kernel
+// agrees to the bit with the others: the matrix product and the element-wise maps, whose vector
+// shapes are the instruction set's, are compiled for the baseline, AVX2 + FMA and AVX-512 and
+// chosen by instruction_set() (multiply() and map() below); the other kernels are cloned for AVX2
+// and the x86-64 baseline (target_clones, picked by the loader).
 #if defined(__x86_64__) && !defined(__AVX2__)
 #define LENSCHECK_KERNEL __attribute__((target_clones("avx2", "default")))
 #else
@@ -67,10 +76,12 @@ LENSCHECK_INLINE void narrow(float* p, const D& v) { store(p, __builtin_convertv
 LENSCHECK_INLINE double lane_total(const d4& s) { return (s[0] + s[1]) + (s[2] + s[3]); }
 
 // ---- Matrix products -----------------------------------------------------------------------
-// Every output is c[r, o] = (init[o] + a[r, 0] b[0, o] + a[r, 1] b[1, o] + ...) * scale, the
-// terms added in ascending i, exactly the order of the plain triple loop, whatever the tiling.
-// Tiles of Rows rows × kPanel outputs keep their sums in registers; B is first copied into panels
-// of kPanel columns, each a run of contiguous rows.
+// Every output is c[r, o] = fma(a[r, in-1], b[in-1, o], ... fma(a[r, 0], b[0, o], init[o])) * scale:
+// one fused multiply-add per term, in ascending i, exactly the plain loop's, whatever the tiling.
+// A fused multiply-add rounds once at every vector width (std::fma in scalar code too), so every
+// instruction set gives the same bits. Tiles of Rows rows × Panels panels of kPanel outputs keep
+// their sums in registers; B is first copied into panels of kPanel columns, each a run of
+// contiguous rows.
 
 // B(i, o) = data[i * row_stride + o * col_stride]: a [in, out] weight, or K and V seen per head.
 struct Operand {
@@ -80,43 +91,91 @@ struct Operand {
 
 constexpr size_t kPanel = 16;
 
-// A tile of R rows × kPanel outputs, each row's sums in kPanel / lanes vectors of type Vec; `b`
-// holds kPanel values per i, `init` kPanel starting values. If `prefetch` is set, its rows (laid
-// out as b's) are fetched into L2 on the way.
-template <class Vec, size_t R>
-LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* b, size_t ldb,
-                           const float* init, float scale, float* c, size_t ldc, size_t width,
-                           const float* prefetch = nullptr) {
+// Parts per thread when a kernel is shared out: more than one, so that a thread the OS keeps
+// waiting (cores shared with other work) holds up no more than a small part of the kernel; the
+// other threads take the parts it leaves.
+constexpr size_t kPartsPerThread = 4;
+
+// What a tile needs of an instruction set: its vector, the fused multiply-add on it, and the tile's
+// shape (as many accumulators as fill the register file, less the operands).
+// The element-wise maps compute in Doubles, with the same set's fused multiply-add.
+struct Avx512 {
+  using Vec = f16;
+  using Doubles = d8;
+  static constexpr size_t rows = 8, panels = 2;  // 16 of 32 registers hold sums
+  LENSCHECK_INLINE static Vec fma(Vec a, Vec b, Vec c) { return __builtin_ia32_vfmaddps512_mask(a, b, c, -1, 4); }
+  LENSCHECK_INLINE static d8 fma(d8 a, d8 b, d8 c) { return __builtin_ia32_vfmaddpd512_mask(a, b, c, -1, 4); }
+};
+struct Avx2 {
+  using Vec = f8;
+  using Doubles = d4;
+  static constexpr size_t rows = 6, panels = 1;  // 12 of 16 registers hold sums
+  LENSCHECK_INLINE static Vec fma(Vec a, Vec b, Vec c) { return __builtin_ia32_vfmaddps256(a, b, c); }
+  LENSCHECK_INLINE static d4 fma(d4 a, d4 b, d4 c) { return __builtin_ia32_vfmaddpd256(a, b, c); }
+};
+// The x86-64 baseline has no fused multiply-add instruction: std::fma per lane (glibc's, exact in
+// software where the CPU lacks it), several times slower, for CPUs older than AVX2 only.
+struct Baseline {
+  using Vec = f4;
+  using Doubles = d4;
+  static constexpr size_t rows = 4, panels = 1;
+  template <class V>
+  LENSCHECK_INLINE static V fma(V a, V b, V c) {
+    for (size_t j = 0; j < sizeof(V) / sizeof(c[0]); ++j) c[j] = std::fma(a[j], b[j], c[j]);
+    return c;
+  }
+};
+
+// One output tile: R rows × P panels. Panel q's row i is b[q][i * kPanel ...]; init[q] its kPanel
+// starting values, or, where init is null, the sums so far are c's (a block of inputs after the
+// first: a float stored and loaded back is the same float, so blocking moves no bit); width[q] its
+// real columns (the last panel may be partial), c[q] its output.
+// If `prefetch` is set, the next tile's panels (laid out as b's) are fetched into L2 on the way.
+template <class Isa, size_t R, size_t P>
+LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* const* b,
+                           const float* const* init, float scale, float* const* c, size_t ldc,
+                           const size_t* width, const float* const* prefetch) {
+  using Vec = typename Isa::Vec;
   constexpr size_t lanes = sizeof(Vec) / sizeof(float), V = kPanel / lanes;
-  Vec acc[R][V];
+  Vec acc[R][P][V];
   for (size_t r = 0; r < R; ++r)
-    for (size_t v = 0; v < V; ++v) acc[r][v] = load<Vec>(init + lanes * v);
+    for (size_t q = 0; q < P; ++q) {
+      float sums[kPanel] = {};
+      const float* from = init ? init[q] : width[q] == kPanel ? c[q] + r * ldc : sums;
+      if (from == sums) std::copy_n(c[q] + r * ldc, width[q], sums);
+      for (size_t v = 0; v < V; ++v) acc[r][q][v] = load<Vec>(from + lanes * v);
+    }
   for (size_t i = 0; i < in; ++i) {
-    if (prefetch) __builtin_prefetch(prefetch + i * ldb, 0, 2);
-    Vec w[V];
-    for (size_t v = 0; v < V; ++v) w[v] = load<Vec>(b + i * ldb + lanes * v);
+    if (prefetch)
+      for (size_t q = 0; q < P; ++q) __builtin_prefetch(prefetch[q] + i * kPanel, 0, 2);
+    Vec w[P][V];
+    for (size_t q = 0; q < P; ++q)
+      for (size_t v = 0; v < V; ++v) w[q][v] = load<Vec>(b[q] + i * kPanel + lanes * v);
     for (size_t r = 0; r < R; ++r) {
-      const float x = a[r * lda + i];
-      for (size_t v = 0; v < V; ++v) acc[r][v] += x * w[v];
+      const Vec x = a[r * lda + i] - Vec{};  // x in every lane: x - 0 is x, even for -0
+      for (size_t q = 0; q < P; ++q)
+        for (size_t v = 0; v < V; ++v) acc[r][q][v] = Isa::fma(x, w[q][v], acc[r][q][v]);
     }
   }
-  for (size_t r = 0; r < R; ++r) {
-    float out[kPanel];
-    float* dst = width == kPanel ? c + r * ldc : out;
-    for (size_t v = 0; v < V; ++v) store(dst + lanes * v, acc[r][v] * scale);
-    if (dst == out) std::copy_n(out, width, c + r * ldc);
-  }
+  for (size_t r = 0; r < R; ++r)
+    for (size_t q = 0; q < P; ++q) {
+      float out[kPanel];
+      float* dst = width[q] == kPanel ? c[q] + r * ldc : out;
+      for (size_t v = 0; v < V; ++v) store(dst + lanes * v, acc[r][q][v] * scale);
+      if (dst == out) std::copy_n(out, width[q], c[q] + r * ldc);
+    }
 }
 
-// The last rows % Rows rows of a panel, R or fewer of them.
-template <class Vec, size_t R>
-LENSCHECK_INLINE void remainder_tile(size_t rows, const float* a, size_t lda, size_t in, const float* b,
-                                     const float* init, float scale, float* c, size_t ldc, size_t width) {
+// The last rows % Rows rows of a run of panels, R or fewer of them.
+template <class Isa, size_t R, size_t P>
+LENSCHECK_INLINE void remainder_tile(size_t rows, const float* a, size_t lda, size_t in, const float* const* b,
+                                     const float* const* init, float scale, float* const* c, size_t ldc,
+                                     const size_t* width) {
   if constexpr (R > 0) {
     if (rows == R)
-      tile<Vec, R>(a, lda, in, b, kPanel, init, scale, c, ldc, width);
+      tile<Isa, R, P>(a, lda, in, b, init, scale, c, ldc, width, nullptr);
     else
-      remainder_tile<Vec, R - 1>(rows, a, lda, in, b, init, scale, c, ldc, width);
+      remainder_tile<Isa, R - 1, P>(rows, a, lda, in, b, init, scale, c, ldc, width);
   }
 }
 
@@ -160,46 +219,130 @@ struct Product {
   size_t ldc;
 };
 
-template <class Vec, size_t Rows>
-LENSCHECK_INLINE void multiply_tiled(const Product& m) {
-  const size_t count = (m.out + kPanel - 1) / kPanel;
-  float init[kPanel];
-  for (size_t p = 0; p < count; ++p) {
-    const size_t o0 = p * kPanel, width = std::min(kPanel, m.out - o0);
-    const float* panel = m.panels + p * m.panel_stride;
-    for (size_t j = 0; j < kPanel; ++j) init[j] = m.bias && j < width ? m.bias[o0 + j] : 0.0f;
-    // The first tile of a panel prefetches the next one: at few rows a weight comes from L3 once
-    // per forward, and the hardware prefetcher alone keeps the tile waiting (6 % of a T = 16
-    // forward, 4 % at T = 128).
+// Inputs per block: kBlock rows of two panels (32 KiB) stay in L1 (48 KiB on this project's
+// machines) while every row tile reads them, where two whole panels of a 1024-input product
+// (128 KiB) would stream from L2 for each tile.
+constexpr size_t kBlock = 256;
+
+// Panels [first, first + P) of the product, every row, in blocks of kBlock inputs.
+template <class Isa, size_t P>
+LENSCHECK_INLINE void multiply_panels(const Product& m, size_t first, bool prefetch_next) {
+  constexpr size_t Rows = Isa::rows;
+  float init[P][kPanel];
+  const float *b[P], *init_of[P], *next[P];
+  float* c[P];
+  size_t width[P];
+  for (size_t q = 0; q < P; ++q) {
+    const size_t o0 = (first + q) * kPanel;
+    width[q] = std::min(kPanel, m.out - o0);
+    for (size_t j = 0; j < kPanel; ++j) init[q][j] = m.bias && j < width[q] ? m.bias[o0 + j] : 0.0f;
+    b[q] = m.panels + (first + q) * m.panel_stride;
+    next[q] = b[q] + P * m.panel_stride;
+    init_of[q] = init[q];
+    c[q] = m.c + o0;
+  }
+  for (size_t i0 = 0; i0 < m.in; i0 += kBlock) {
+    const size_t in = std::min(kBlock, m.in - i0);
+    const bool last = i0 + in == m.in;
+    const float *bi[P], *ahead[P];
+    for (size_t q = 0; q < P; ++q) {
+      bi[q] = b[q] + i0 * kPanel;
+      ahead[q] = last ? next[q] : bi[q] + in * kPanel;
+    }
+    // The first tile of a block prefetches the next block, or the next run's first: at few rows a
+    // weight comes from L3 once per forward, and the hardware prefetcher alone keeps the tile
+    // waiting (6 % of a T = 16 forward, 4 % at T = 128).
+    const bool prefetch = !last || prefetch_next;
+    const float* const* starts = i0 == 0 ? init_of : nullptr;
+    const float scale = last ? m.scale : 1.0f;  // exact on the sums kept between blocks
     size_t r = 0;
-    for (; r + Rows <= m.rows; r += Rows)
-      tile<Vec, Rows>(m.a + r * m.lda, m.lda, m.in, panel, kPanel, init, m.scale, m.c + r * m.ldc + o0,
-                      m.ldc, width, r == 0 && p + 1 < count ? panel + m.panel_stride : nullptr);
-    remainder_tile<Vec, Rows - 1>(m.rows - r, m.a + r * m.lda, m.lda, m.in, panel, init, m.scale,
-                                  m.c + r * m.ldc + o0, m.ldc, width);
+    float* cr[P];
+    for (; r + Rows <= m.rows; r += Rows) {
+      for (size_t q = 0; q < P; ++q) cr[q] = c[q] + r * m.ldc;
+      tile<Isa, Rows, P>(m.a + r * m.lda + i0, m.lda, in, bi, starts, scale, cr, m.ldc, width,
+                         r == 0 && prefetch ? ahead : nullptr);
+    }
+    for (size_t q = 0; q < P; ++q) cr[q] = c[q] + r * m.ldc;
+    remainder_tile<Isa, Rows - 1, P>(m.rows - r, m.a + r * m.lda + i0, m.lda, in, bi, starts, scale, cr,
+                                     m.ldc, width);
   }
 }
 
-// The tile's shape is the instruction set's, so the product is one overload per set (the loader
-// picks one, as for the clones): eight accumulators of a 16-float panel row, as two AVX registers
-// × 4 rows (AVX2 has 16), or as one AVX-512 register × 8 rows (AVX-512 has 32). Every shape adds
-// the same terms in the same order, so all give the same bits.
+// Runs of Isa::panels panels, the last run shorter where the panels do not divide evenly.
+template <class Isa>
+LENSCHECK_INLINE size_t panel_runs(const Product& m) {
+  return ((m.out + kPanel - 1) / kPanel + Isa::panels - 1) / Isa::panels;
+}
+
+// Runs [first_run, end_run) of the product.
+template <class Isa>
+LENSCHECK_INLINE void multiply_tiled(const Product& m, size_t first_run, size_t end_run) {
+  const size_t count = (m.out + kPanel - 1) / kPanel;
+  for (size_t run = first_run; run < end_run; ++run) {
+    const size_t p = run * Isa::panels;
+    if (p + Isa::panels <= count)
+      multiply_panels<Isa, Isa::panels>(m, p, p + 2 * Isa::panels <= count);
+    else if constexpr (Isa::panels > 1)
+      multiply_panels<Isa, 1>(m, p, false);
+  }
+}
+
+// The tile's shape and fused multiply-add are the instruction set's, so the product is compiled
+// once per set, and the one this process uses is chosen at start-up (instruction_set()).
 #if defined(__x86_64__)
-[[gnu::target("default")]] void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
-[[gnu::target("avx2")]] void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
-[[gnu::target("avx512f")]] void multiply(const Product& m) { multiply_tiled<f16, 8>(m); }
-#else
-void multiply(const Product& m) { multiply_tiled<f8, 4>(m); }
+[[gnu::target("avx512f")]] void multiply_avx512(const Product& m, size_t first, size_t end) {
+  multiply_tiled<Avx512>(m, first, end);
+}
+[[gnu::target("avx2,fma")]] void multiply_avx2(const Product& m, size_t first, size_t end) {
+  multiply_tiled<Avx2>(m, first, end);
+}
 #endif
+void multiply_baseline(const Product& m, size_t first, size_t end) { multiply_tiled<Baseline>(m, first, end); }
+
+// The runs of panels of this instruction set's tile, which threads share out.
+size_t runs_of(const Product& m) {
+  switch (instruction_set()) {
+    case InstructionSet::avx512: return panel_runs<Avx512>(m);
+    case InstructionSet::avx2: return panel_runs<Avx2>(m);
+    case InstructionSet::baseline: break;
+  }
+  return panel_runs<Baseline>(m);
+}
+
+void multiply_runs(const Product& m, size_t first, size_t end) {
+  switch (instruction_set()) {
+#if defined(__x86_64__)
+    case InstructionSet::avx512: return multiply_avx512(m, first, end);
+    case InstructionSet::avx2: return multiply_avx2(m, first, end);
+#else
+    case InstructionSet::avx512:
+    case InstructionSet::avx2:
+#endif
+    case InstructionSet::baseline: return multiply_baseline(m, first, end);
+  }
+}
+
+// The whole product, its runs of panels shared out in contiguous blocks.
+void multiply(const Product& m, const Workers& workers) {
+  const size_t runs = runs_of(m), parts = std::min<size_t>(kPartsPerThread * workers.threads(), runs);
+  workers.run(parts, [&](size_t part) { multiply_runs(m, runs * part / parts, runs * (part + 1) / parts); });
+}
+
+// Scratch for the panels of K or V, kept from call to call (one per thread), so that no call
+// pages in fresh memory.
+float* packing_scratch(size_t floats) {
+  thread_local std::vector<float> packed;
+  packed.resize(std::max(packed.size(), floats));
+  return packed.data();
+}
 
 // The same product with B packed on the way in: activations (K, V) change with every call.
 void multiply_packing(const float* a, size_t lda, size_t rows, size_t in, Operand b, size_t out,
                       float scale, float* c, size_t ldc) {
-  // Kept from call to call (one per thread), so that no call pages in fresh memory.
-  thread_local std::vector<float> packed;
-  packed.resize(std::max(packed.size(), packed_size(in, out)));
-  pack_panels(b, in, out, packed.data());
-  multiply({a, lda, rows, in, packed.data(), in * kPanel, out, nullptr, scale, c, ldc});
+  float* packed = packing_scratch(packed_size(in, out));
+  pack_panels(b, in, out, packed);
+  const Product m{a, lda, rows, in, packed, in * kPanel, out, nullptr, scale, c, ldc};
+  multiply_runs(m, 0, runs_of(m));
 }
 
 // ---- Sums in double ------------------------------------------------------------------------
@@ -262,32 +405,33 @@ LENSCHECK_INLINE bool all_lanes(const M& mask) {
   return all != 0;
 }
 
-// c[Lo] + c[Lo + 1] w + ... + c[Lo + Len - 1] w^(Len - 1), with pw[k] = w^(2^k).
-template <size_t Lo, size_t Len, class D, size_t N>
+// c[Lo] + c[Lo + 1] w + ... + c[Lo + Len - 1] w^(Len - 1), with pw[k] = w^(2^k); each step one
+// fused multiply-add of the instruction set (one rounding, the same at every width).
+template <class Isa, size_t Lo, size_t Len, class D, size_t N>
 LENSCHECK_INLINE D estrin(const std::array<double, N>& c, const D* pw) {
   constexpr size_t half = std::bit_floor(Len - 1);  // the largest power of two below Len
   if constexpr (Len == 2)
-    return pw[0] * c[Lo + 1] + c[Lo];
+    return Isa::fma(pw[0], splat<D>(c[Lo + 1]), splat<D>(c[Lo]));
   else if constexpr (Len - half == 1)
-    return estrin<Lo, half>(c, pw) + pw[std::countr_zero(half)] * c[Lo + half];
+    return Isa::fma(pw[std::countr_zero(half)], splat<D>(c[Lo + half]), estrin<Isa, Lo, half>(c, pw));
   else
-    return estrin<Lo, half>(c, pw) +
-           pw[std::countr_zero(half)] * estrin<Lo + half, Len - half>(c, pw);
+    return Isa::fma(pw[std::countr_zero(half)], estrin<Isa, Lo + half, Len - half>(c, pw),
+                    estrin<Isa, Lo, half>(c, pw));
 }
 
-template <class D, size_t N>
+template <class Isa, class D, size_t N>
   requires(N >= 2)
 LENSCHECK_INLINE D polynomial(const std::array<double, N>& c, const D& w) {
   D pw[std::bit_width(N - 1)];
   pw[0] = w;
   for (size_t k = 1; k < std::size(pw); ++k) pw[k] = pw[k - 1] * pw[k - 1];
-  return estrin<0, N>(c, pw);
+  return estrin<Isa, 0, N>(c, pw);
 }
 
 // e^x: x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, so n ln2_hi is exact), e^r by its
 // Taylor series to r^12 (relative truncation below 3e-16), 2^n written into the exponent bits.
 // Arguments are clamped to [-708, 709], where the result is 0 or inf in float anyway.
-template <class D>
+template <class Isa, class D>
 LENSCHECK_INLINE D exp_lanes(const D& arg) {
   using I = mask_of<D>;  // 64-bit integers, as many as D's lanes
   constexpr double kLn2Hi = 0x1.62e42fee00000p-1, kLn2Lo = 0x1.a39ef35793c76p-33;
@@ -297,9 +441,9 @@ LENSCHECK_INLINE D exp_lanes(const D& arg) {
   x = x > hi ? hi : x;
   const D t = x * std::numbers::log2e + kShift;
   const D n = t - kShift;
-  const D r = (x - n * kLn2Hi) - n * kLn2Lo;
+  const D r = Isa::fma(-n, splat<D>(kLn2Lo), Isa::fma(-n, splat<D>(kLn2Hi), x));
   const I two_n = ((I)t + 1023) << 52;  // vector casts reinterpret the bits
-  return polynomial(kExpTaylor, r) * (D)two_n;
+  return polynomial<Isa>(kExpTaylor, r) * (D)two_n;
 }
 
 // erf(z) / z as a polynomial in w = z²/2 - 1, for |z| < 2: the Chebyshev interpolant of degree 15
@@ -324,16 +468,17 @@ constexpr std::array<double, 22> kErfcLarge = {
     -7.4369730575860808e-10};
 
 // x/2 (1 + erf(x / sqrt 2)).
+template <class Isa>
 struct GeluErf {
   template <class D>
   LENSCHECK_INLINE D operator()(const D& x) const {
     const D z = x * (std::numbers::sqrt2 / 2);
     const D a = z < splat<D>(0.0) ? -z : z;
     const mask_of<D> small = a < splat<D>(2.0);
-    D phi = 1.0 + z * polynomial(kErfSmall, z * z * 0.5 - 1.0);
+    D phi = Isa::fma(z, polynomial<Isa>(kErfSmall, z * z * 0.5 - 1.0), splat<D>(1.0));
     if (!all_lanes(small)) {  // a lane with |z| >= 2, or NaN
       const D inv = 1.0 / a;
-      const D erfc = exp_lanes(-(a * a)) * polynomial(kErfcLarge, 8.0 * inv * inv - 1.0) *
+      const D erfc = exp_lanes<Isa>(-(a * a)) * polynomial<Isa>(kErfcLarge, 8.0 * inv * inv - 1.0) *
                       (std::numbers::inv_sqrtpi * inv);
       phi = small ? phi : (z > splat<D>(0.0) ? 2.0 - erfc : erfc);
     }
@@ -342,19 +487,21 @@ struct GeluErf {
 };
 
 // x/2 (1 + tanh(y)) = x / (1 + e^(-2y)), y = sqrt(2/pi) (x + 0.044715 x³): no cancellation.
+template <class Isa>
 struct GeluTanh {
   template <class D>
   LENSCHECK_INLINE D operator()(const D& x) const {
     const double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
-    return x / (1.0 + exp_lanes(-2.0 * k * (x + 0.044715 * x * x * x)));
+    return x / (1.0 + exp_lanes<Isa>(-2.0 * k * (x + 0.044715 * x * x * x)));
   }
 };
 
 // e^(x - shift), for softmax.
+template <class Isa>
 struct ExpShifted {
   double shift;
   template <class D>
-  LENSCHECK_INLINE D operator()(const D& x) const { return exp_lanes(x - shift); }
+  LENSCHECK_INLINE D operator()(const D& x) const { return exp_lanes<Isa>(x - shift); }
 };
 
 // Applies f to n floats in place, lanes_of<D> at a time, computed in double and rounded once; the
@@ -378,26 +525,103 @@ struct Elementwise {
   float shift = 0;
 };
 
-template <class D>
+template <class Isa>
 LENSCHECK_INLINE void map_lanes(Elementwise e, float* x, size_t n) {
+  using D = typename Isa::Doubles;
   switch (e.function) {
-    case Elementwise::gelu_erf: return map_in_place<D>(x, n, 0.0f, GeluErf{});
-    case Elementwise::gelu_tanh: return map_in_place<D>(x, n, 0.0f, GeluTanh{});
-    case Elementwise::exp_shifted: return map_in_place<D>(x, n, e.shift, ExpShifted{e.shift});
+    case Elementwise::gelu_erf: return map_in_place<D>(x, n, 0.0f, GeluErf<Isa>{});
+    case Elementwise::gelu_tanh: return map_in_place<D>(x, n, 0.0f, GeluTanh<Isa>{});
+    case Elementwise::exp_shifted: return map_in_place<D>(x, n, e.shift, ExpShifted<Isa>{e.shift});
   }
 }
 
 // Four doubles at a time, or eight with AVX-512; lanes never meet, so both widths give the same
-// bits. One overload per instruction set, as for multiply().
+// bits. Compiled once per instruction set, as multiply() is.
 #if defined(__x86_64__)
-[[gnu::target("default")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
-[[gnu::target("avx2")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
-[[gnu::target("avx512f")]] void map(Elementwise e, float* x, size_t n) { map_lanes<d8>(e, x, n); }
-#else
-void map(Elementwise e, float* x, size_t n) { map_lanes<d4>(e, x, n); }
+[[gnu::target("avx512f")]] void map_avx512(Elementwise e, float* x, size_t n) { map_lanes<Avx512>(e, x, n); }
+[[gnu::target("avx2,fma")]] void map_avx2(Elementwise e, float* x, size_t n) { map_lanes<Avx2>(e, x, n); }
 #endif
+void map_baseline(Elementwise e, float* x, size_t n) { map_lanes<Baseline>(e, x, n); }
+
+void map(Elementwise e, float* x, size_t n) {
+  switch (instruction_set()) {
+#if defined(__x86_64__)
+    case InstructionSet::avx512: return map_avx512(e, x, n);
+    case InstructionSet::avx2: return map_avx2(e, x, n);
+#else
+    case InstructionSet::avx512:
+    case InstructionSet::avx2:
+#endif
+    case InstructionSet::baseline: return map_baseline(e, x, n);
+  }
+}
+
+// f(begin, end) over [0, n) in contiguous blocks, each a multiple of `grain` long but the last.
+template <class F>
+void in_blocks(const Workers& workers, size_t n, size_t grain, F f) {
+  const size_t grains = (n + grain - 1) / grain,
+               parts = std::min<size_t>(kPartsPerThread * workers.threads(), grains);
+  workers.run(parts, [&](size_t part) {
+    f(std::min(n, grains * part / parts * grain), std::min(n, grains * (part + 1) / parts * grain));
+  });
+}
+
+InstructionSet parse_instruction_set(std::string_view name) {
+  for (InstructionSet set : {InstructionSet::baseline, InstructionSet::avx2, InstructionSet::avx512})
+    if (name == instruction_set_name(set)) return set;
+  throw std::invalid_argument("LENSCHECK_ISA=" + std::string(name) + ": not one of baseline, avx2, avx512");
+}
+
+// The widest set this CPU has, or the one LENSCHECK_ISA names.
+InstructionSet initial_instruction_set() {
+  InstructionSet widest = InstructionSet::baseline;
+  for (InstructionSet set : {InstructionSet::avx2, InstructionSet::avx512})
+    if (instruction_set_supported(set)) widest = set;
+  const char* forced = std::getenv("LENSCHECK_ISA");
+  if (!forced) return widest;
+  const InstructionSet set = parse_instruction_set(forced);
+  if (!instruction_set_supported(set))
+    throw std::invalid_argument(std::string("LENSCHECK_ISA=") + forced + ": this CPU lacks it");
+  return set;
+}
+
+std::atomic<InstructionSet>& current_instruction_set() {
+  static std::atomic<InstructionSet> set{initial_instruction_set()};
+  return set;
+}
 
 }  // namespace
+
+const char* instruction_set_name(InstructionSet set) {
+  switch (set) {
+    case InstructionSet::avx512: return "avx512";
+    case InstructionSet::avx2: return "avx2";
+    case InstructionSet::baseline: break;
+  }
+  return "baseline";
+}
+
+bool instruction_set_supported(InstructionSet set) {
+  switch (set) {
+#if defined(__x86_64__)
+    case InstructionSet::avx512: return __builtin_cpu_supports("avx512f");
+    case InstructionSet::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    case InstructionSet::avx512:
+    case InstructionSet::avx2: return false;
+#endif
+    case InstructionSet::baseline: break;
+  }
+  return true;
+}
+
+InstructionSet instruction_set() { return current_instruction_set().load(std::memory_order_relaxed); }
+
+void use_instruction_set(InstructionSet set) {
+  if (!instruction_set_supported(set))
+    throw std::invalid_argument(std::string(instruction_set_name(set)) + ": this CPU lacks it");
+  current_instruction_set() = set;
+}
 
 LENSCHECK_KERNEL
 PackedWeight pack_weight(const float* wt, size_t in, size_t out) {
@@ -406,31 +630,37 @@ PackedWeight pack_weight(const float* wt, size_t in, size_t out) {
   return w;
 }
 
-void linear(const float* x, size_t rows, const PackedWeight& w, const float* b, float* y) {
-  multiply({x, w.in, rows, w.in, w.panels.data(), w.in * kPanel, w.out, b, 1.0f, y, w.out});
+void linear(const float* x, size_t rows, const PackedWeight& w, const float* b, float* y,
+            const Workers& workers) {
+  multiply({x, w.in, rows, w.in, w.panels.data(), w.in * kPanel, w.out, b, 1.0f, y, w.out}, workers);
 }
 
 void head_transform(const float* v, size_t T, size_t H, size_t Dh, const PackedWeight& w,
-                    const float* b, float* fx) {
+                    const float* b, float* fx, const Workers& workers) {
   // Head h's rows of the weight are rows h*Dh.. of every panel.
-  for (size_t h = 0; h < H; ++h)
-    multiply({v + h * Dh, H * Dh, T, Dh, w.panels.data() + h * Dh * kPanel, w.in * kPanel, w.out, b,
-              1.0f, fx + h * T * w.out, w.out});
+  workers.run(H, [&](size_t h) {
+    const Product m{v + h * Dh, H * Dh, T, Dh, w.panels.data() + h * Dh * kPanel, w.in * kPanel, w.out, b,
+                    1.0f, fx + h * T * w.out, w.out};
+    multiply_runs(m, 0, runs_of(m));
+  });
 }
 
 void attention_scores(const float* q, const float* k, size_t T, size_t H, size_t Dh, float scale,
-                      float* scores) {
+                      float* scores, const Workers& workers) {
   const size_t D = H * Dh;
   // Per head, Q_h [T, Dh] times K_h transposed: B(e, b) = k[b * D + h * Dh + e].
-  for (size_t h = 0; h < H; ++h)
+  workers.run(H, [&](size_t h) {
     multiply_packing(q + h * Dh, D, T, Dh, {k + h * Dh, 1, D}, T, scale, scores + h * T * T, T);
+  });
 }
 
-void attend(const float* probs, const float* v, size_t T, size_t H, size_t Dh, float* context) {
+void attend(const float* probs, const float* v, size_t T, size_t H, size_t Dh, float* context,
+            const Workers& workers) {
   const size_t D = H * Dh;
   // Per head, P_h [T, T] times V_h [T, Dh] into the head's columns of context.
-  for (size_t h = 0; h < H; ++h)
+  workers.run(H, [&](size_t h) {
     multiply_packing(probs + h * T * T, T, T, T, {v + h * Dh, D, 1}, Dh, 1.0f, context + h * Dh, D);
+  });
 }
 
 LENSCHECK_KERNEL
@@ -476,10 +706,12 @@ void summed_transformed_norm(const float* probs, const float* fx, size_t H, size
   }
 }
 
+namespace {
+
 LENSCHECK_KERNEL
-void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const float* beta,
-                float eps) {
-  for (size_t r = 0; r < rows; ++r) {
+void layer_norm_rows(float* x, size_t first, size_t end, size_t dim, const float* gamma,
+                     const float* beta, float eps) {
+  for (size_t r = first; r < end; ++r) {
     float* xr = x + r * dim;
     const double mean = sum_of(xr, dim) / static_cast<double>(dim);
     const double var = sum_of_products(xr, xr, dim, mean) / static_cast<double>(dim);
@@ -490,8 +722,8 @@ void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const flo
 }
 
 LENSCHECK_KERNEL
-void softmax_rows(float* x, size_t rows, size_t cols) {
-  for (size_t r = 0; r < rows; ++r) {
+void softmax_of_rows(float* x, size_t first, size_t end, size_t cols) {
+  for (size_t r = first; r < end; ++r) {
     float* xr = x + r * cols;
     const float max = max_of(xr, cols);
     map({Elementwise::exp_shifted, max}, xr, cols);
@@ -500,9 +732,27 @@ void softmax_rows(float* x, size_t rows, size_t cols) {
   }
 }
 
-void gelu_erf(float* x, size_t n) { map({Elementwise::gelu_erf}, x, n); }
+}  // namespace
 
-void gelu_tanh(float* x, size_t n) { map({Elementwise::gelu_tanh}, x, n); }
+void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const float* beta, float eps,
+                const Workers& workers) {
+  in_blocks(workers, rows, 1, [&](size_t first, size_t end) { layer_norm_rows(x, first, end, dim, gamma, beta, eps); });
+}
+
+void softmax_rows(float* x, size_t rows, size_t cols, const Workers& workers) {
+  in_blocks(workers, rows, 1, [&](size_t first, size_t end) { softmax_of_rows(x, first, end, cols); });
+}
+
+// Blocks of whole vectors: each element's value does not depend on where it sits anyway.
+constexpr size_t kMapGrain = 64;
+
+void gelu_erf(float* x, size_t n, const Workers& workers) {
+  in_blocks(workers, n, kMapGrain, [&](size_t first, size_t end) { map({Elementwise::gelu_erf}, x + first, end - first); });
+}
+
+void gelu_tanh(float* x, size_t n, const Workers& workers) {
+  in_blocks(workers, n, kMapGrain, [&](size_t first, size_t end) { map({Elementwise::gelu_tanh}, x + first, end - first); });
+}
 
 LENSCHECK_KERNEL
 void relu(float* x, size_t n) {
