@@ -66,6 +66,9 @@ int run_verify(const lc::VerifyResult& r, const std::string& report,
       fmt::print("sentence {}: first divergence at {}{} ({})\n", v.sentence.id, first->name, first->worst_label, why);
     } else if (!v.gate.problem.empty())
       fmt::print("sentence {}: {}\n", v.sentence.id, v.gate.problem);
+  if (r.display)
+    fmt::print("display verdict: {}: {}\n", r.display->pass() ? "PASS" : "FAIL",
+               r.display->headline(lc::arithmetic_name(r.gate.arithmetic)));
   if (!report.empty()) lc::write_verify_markdown(r, report);
   if (!json.empty()) lc::write_verify_json(r, json);
   if (!junit.empty()) lc::write_verify_junit(r, junit);
@@ -100,7 +103,10 @@ int main(int argc, char** argv) {
                                            "oracle) instead of the derived rule");
   verify->add_option("--reference", reference, "judge this trace (safetensors), or every *.safetensors of this "
                                                "directory (one sentence each), instead of the runtime");
-  std::string candidate = "runtime", declared;
+  std::string candidate = "runtime", declared, display_plan = data.study_plan();
+  verify->add_option("--plan", display_plan, "study plan whose head rule, lenses and display: block (decimals, "
+                                             "top targets, sink flags) the display verdict follows")
+      ->capture_default_str();
   lc::onnx_export::CandidateSpec ort;
   verify->add_option("--precision", declared, "the arithmetic the candidate declares, which its benchmark computes "
                                               "in: fp32, tf32, bf16, fp16 or int8. Default: the candidate's own (the "
@@ -234,21 +240,20 @@ int main(int argc, char** argv) {
       const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
       const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
       const lc::Rule rule = absolute ? lc::Rule::absolute : lc::Rule::derived;
-      std::optional<lc::Arithmetic> arithmetic;
-      if (!declared.empty()) arithmetic = lc::parse_arithmetic(declared, "--precision");
-      if (!reference.empty())
-        return run_verify(lc::verify_reference(ck, reference, tol, rule, arithmetic), report, json, junit);
+      const lc::StudyPlan plan = lc::load_study_plan(data.checked(display_plan));
+      if (!plan.display)
+        throw lc::InputError(plan.file, "the plan has no display: block (decimals, top_targets, sink_flags), which "
+                                        "verify's display verdict needs");
+      lc::VerifyOptions options{.rule = rule, .threads = threads, .plan = &plan};
+      if (!declared.empty()) options.arithmetic = lc::parse_arithmetic(declared, "--precision");
+      if (!reference.empty()) return run_verify(lc::verify_reference(ck, reference, tol, options), report, json, junit);
       const auto list = lc::load_sentences(data.checked(sentences));
       if (candidate != "runtime") {
         ort.variant = lc::onnx_export::parse_candidate(candidate);
-        const lc::VerifyOptions options{
-            .rule = rule, .arithmetic = arithmetic.value_or(lc::onnx_export::declared_arithmetic(ort.variant)),
-            .threads = threads};
+        if (!options.arithmetic) options.arithmetic = lc::onnx_export::declared_arithmetic(ort.variant);
         return run_verify(lc::onnx_export::verify_onnxruntime(ck, list, sentences, tol, options, ort), report, json,
                           junit);
       }
-      const lc::VerifyOptions options{.rule = rule, .arithmetic = arithmetic.value_or(lc::Arithmetic::fp32),
-                                      .threads = threads};
       return run_verify(lc::verify_sentences(ck, list, sentences, tol, options), report, json, junit);
     }
     if (*export_onnx) {

@@ -53,7 +53,7 @@ bool ComparisonSummary::pass() const {
 }
 
 bool VerifyResult::pass() const {
-  if (sentences.empty() || !gate.pass()) return false;
+  if (sentences.empty() || !gate.pass() || (display && !display->pass())) return false;
   for (const SentenceVerdict& s : sentences)
     if (!s.gate.pass()) return false;
   return true;
@@ -201,6 +201,37 @@ ComparisonSummary summarise_verdicts(const std::vector<SentenceVerdict>& verdict
                    judge.rule() == Rule::derived ? "oracle fp64" : "oracle fp32");
 }
 
+// One sentence judged: the tensor gate, and the display verdict's rows where the options ask for one.
+void judge_sentence(const Judge& judge, const VerifyOptions& options, const BertConfig& config, SentenceVerdict& v,
+                    const Trace& candidate, const Encoding& encoding) {
+  const Judge::References refs = judge.references(encoding);
+  v.gate = judge.judge(candidate, refs);
+  if (!options.plan || judge.rule() != Rule::derived) return;
+  if (candidate.word_ids.empty() && !encoding.ids.empty())
+    throw InputError(v.sentence.id, "the trace has no word_ids: the display verdict needs the words");
+  std::vector<const Trace*> benchmarks = {&refs.benchmark};
+  for (const Trace& p : refs.perturbed) benchmarks.push_back(&p);
+  v.display = compare_display(*options.plan, v.sentence.id, candidate, *refs.truth, benchmarks,
+                              config.num_hidden_layers, config.num_attention_heads, v.display_rows);
+}
+
+// The summary over sentences, and the display verdict where one was asked for.
+void conclude(VerifyResult& r, const Judge& judge, const VerifyOptions& options, std::string candidate) {
+  r.gate = summarise_verdicts(r.sentences, judge, std::move(candidate));
+  if (!options.plan) return;
+  if (judge.rule() != Rule::derived) {
+    r.notes.push_back("no display verdict under the absolute rule: it compares with the fp64 truth");
+    return;
+  }
+  std::vector<std::vector<DisplayRow>> rows;
+  size_t compared = 0;
+  for (SentenceVerdict& v : r.sentences) {
+    rows.push_back(v.display);
+    compared += v.display_rows;
+  }
+  r.display = display_verdict(*options.plan, std::move(rows), compared);
+}
+
 }  // namespace
 
 VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>& sentences,
@@ -209,7 +240,7 @@ VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>&
   VerifyResult r = header(ck, sentences_file, tolerances, options.rule);
   const BertTokenizer tokenizer(ck.vocab);
   const runtime::Encoder encoder(ck.config, ck.weights);
-  const Judge judge(ck, tolerances, options.rule, options.arithmetic);
+  const Judge judge(ck, tolerances, options.rule, options.arithmetic.value_or(Arithmetic::fp32));
 
   const size_t max_tokens = static_cast<size_t>(ck.config.max_position_embeddings);
   std::vector<Encoding> encodings;  // all sentences are checked before any is run
@@ -221,9 +252,9 @@ VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>&
     SentenceVerdict& v = r.sentences[i];
     v.sentence = sentences[i];
     v.tokens = encodings[i].tokens;
-    v.gate = judge.judge(encoder.forward(encodings[i]), judge.references(encodings[i]));
+    judge_sentence(judge, options, ck.config, v, encoder.forward(encodings[i]), encodings[i]);
   });
-  r.gate = summarise_verdicts(r.sentences, judge, "runtime fp32");
+  conclude(r, judge, options, "runtime fp32");
   return r;
 }
 
@@ -238,20 +269,22 @@ VerifyResult verify_candidate(const Checkpoint& ck, const std::vector<Sentence>&
   const std::vector<Trace> traces = run(encodings);
   if (traces.size() != encodings.size())
     throw InputError(candidate, fmt::format("{} traces for {} sentences", traces.size(), encodings.size()));
-  const Judge judge(ck, tolerances, options.rule, options.arithmetic);
+  const Judge judge(ck, tolerances, options.rule, options.arithmetic.value_or(Arithmetic::fp32));
   r.sentences.resize(sentences.size());
   parallel_for(sentences.size(), options.threads, [&](size_t i) {
     SentenceVerdict& v = r.sentences[i];
     v.sentence = sentences[i];
     v.tokens = encodings[i].tokens;
-    v.gate = judge.judge(traces[i], judge.references(encodings[i]));
+    judge_sentence(judge, options, ck.config, v, traces[i], encodings[i]);
   });
-  r.gate = summarise_verdicts(r.sentences, judge, candidate);
+  conclude(r, judge, options, candidate);
   return r;
 }
 
 VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path& reference,
-                              const Tolerances& tolerances, Rule rule, std::optional<Arithmetic> declared) {
+                              const Tolerances& tolerances, const VerifyOptions& options) {
+  const Rule rule = options.rule;
+  const std::optional<Arithmetic> declared = options.arithmetic;
   VerifyResult r = header(ck, reference, tolerances, rule);
   std::vector<std::filesystem::path> files;
   if (std::filesystem::is_directory(reference)) {
@@ -290,10 +323,12 @@ VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path&
     enc.ids = candidate.input_ids;
     enc.tokens = candidate.tokens;
     enc.word_ids = candidate.word_ids;
-    const Sentence s{files[i].filename().string(), "(input ids of the reference trace)", 0};
-    r.sentences.push_back({s, candidate.tokens, judge.judge(candidate, judge.references(enc))});
+    SentenceVerdict& v = r.sentences.emplace_back();
+    v.sentence = {files[i].filename().string(), "(input ids of the reference trace)", 0};
+    v.tokens = candidate.tokens;
+    judge_sentence(judge, options, ck.config, v, candidate, enc);
   }
-  r.gate = summarise_verdicts(r.sentences, judge, producer);
+  conclude(r, judge, options, producer);
   return r;
 }
 

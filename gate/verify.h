@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "audit/study_plan.h"
 #include "gate/compare.h"
+#include "gate/display.h"
 #include "common/sentences.h"
 #include "gate/tolerances.h"
 #include "model/arithmetic.h"
@@ -60,6 +62,8 @@ struct SentenceVerdict {
   Sentence sentence;
   std::vector<std::string> tokens;
   TraceComparison gate;  // the candidate (the runtime, or a reference trace) under the rule
+  std::vector<DisplayRow> display;  // its wrong and undecidable rows, when a display verdict is asked for
+  size_t display_rows = 0;          // the rows compared
 };
 
 struct VerifyResult {
@@ -67,14 +71,19 @@ struct VerifyResult {
   std::vector<std::string> notes;
   std::vector<SentenceVerdict> sentences;
   ComparisonSummary gate;
-  bool pass() const;
+  std::optional<DisplayVerdict> display;  // what the instrument shows, compared (VerifyOptions::plan)
+  bool pass() const;                      // the tensor gate, and the display verdict where there is one
 };
 
 struct VerifyOptions {
   Rule rule = Rule::derived;
   // The arithmetic the candidate declares (derived rule): its benchmark is libtorch computing in it.
-  Arithmetic arithmetic = Arithmetic::fp32;
+  // Empty: the candidate's own (the runtime fp32; a reference trace what its precision field says).
+  std::optional<Arithmetic> arithmetic = std::nullopt;
   unsigned threads = 1;  // sentences in parallel; results do not depend on it
+  // The study plan whose head rule, lenses and display: block the display verdict follows; none: no
+  // display verdict. Derived rule only (it reads the fp64 truth).
+  const StudyPlan* plan = nullptr;
 };
 
 VerifyResult verify_sentences(const Checkpoint& checkpoint, const std::vector<Sentence>& sentences,
@@ -93,10 +102,9 @@ VerifyResult verify_candidate(const Checkpoint& checkpoint, const std::vector<Se
 // against the fp32 oracle. `reference` is one trace file, or a directory whose *.safetensors are
 // judged in name order, one sentence each.
 // Each trace declares its arithmetic in its "precision" metadata (fp64 counts as fp32: the arithmetic
-// of the model's own weights); `declared`, when given, overrides what every trace says.
+// of the model's own weights); options.arithmetic, when given, overrides what every trace says.
 VerifyResult verify_reference(const Checkpoint& checkpoint, const std::filesystem::path& reference,
-                              const Tolerances& tolerances, Rule rule,
-                              std::optional<Arithmetic> declared = std::nullopt);
+                              const Tolerances& tolerances, const VerifyOptions& options);
 
 // Rounding probes of the derived rule: libtorch on the model with every parameter moved one step of its
 // format, up or down as a seed draws, and every LayerNorm output likewise (oracle.h). The benchmark is the

@@ -221,6 +221,7 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
   write_text_file(map, verify_heat_map(r));
   s += fmt::format("![bound used per layer and tensor family]({})\n\n", map.filename().string());
   s += summary_section(r.gate);
+  if (r.display) s += display_markdown(*r.display, arithmetic_name(r.gate.arithmetic));
   s += "## Sentences\n\n| id | tokens | result | first divergence |\n|---|---|---|---|\n";
   for (const SentenceVerdict& v : r.sentences) {
     const TensorComparison* first = v.gate.first_divergence();
@@ -241,6 +242,24 @@ void write_verify_json(const VerifyResult& r, const std::filesystem::path& file)
   j["sentences_file"] = r.sentences_file;
   j["tolerances_file"] = r.tolerances_file;
   j["gate"] = summary_json(r.gate);
+  if (r.display) {
+    const DisplayVerdict& d = *r.display;
+    nlohmann::ordered_json dj = {{"pass", d.pass()}, {"plan", d.plan_file.string()}, {"head_rule", d.head_rule.label()},
+                                 {"decimals", d.spec.decimals}, {"top_targets", d.spec.top_targets},
+                                 {"sink_flags", d.spec.sink_flags}, {"rows", d.rows}, {"wrong", d.wrong()},
+                                 {"undecidable", d.undecidable()}, {"undecidable_printed_differently", d.undecidable_differing()},
+                                 {"headline", d.headline(arithmetic_name(r.gate.arithmetic))},
+                                 {"flagged", nlohmann::ordered_json::array()}};
+    for (const DisplayRow& row : d.flagged) {
+      nlohmann::ordered_json items = nlohmann::ordered_json::array();
+      for (const DisplayItem& i : row.items)
+        items.push_back({{"what", i.what}, {"candidate", i.candidate}, {"truth", i.truth}, {"differs", i.differs},
+                         {"decidable", i.decidable}, {"margin", i.margin}, {"error", i.error}});
+      dj["flagged"].push_back({{"sentence", row.sentence}, {"word", row.word}, {"at", row.at},
+                               {"lens", lens_name(row.lens)}, {"wrong", row.wrong()}, {"items", items}});
+    }
+    j["display"] = std::move(dj);
+  }
   j["sentences"] = nlohmann::ordered_json::array();
   for (const SentenceVerdict& v : r.sentences)
     j["sentences"].push_back(
@@ -267,8 +286,15 @@ void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file
     };
     if (!v.gate.problem.empty()) add_case("(whole trace)", false, v.gate.problem);
     for (const TensorComparison& t : v.gate.tensors) add_case(t.name, t.pass, failure_message(t, r.gate.arithmetic));
+    if (r.display) {
+      std::string wrong;
+      for (const DisplayRow& row : v.display)
+        if (row.wrong()) wrong += fmt::format("{}{}@{} ({})", wrong.empty() ? "" : "; ", row.word, row.at, lens_name(row.lens));
+      add_case("display", wrong.empty(), "the instrument shows other numbers for " + wrong);
+    }
     suites += fmt::format("  <testsuite name=\"verify.{}\" tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n",
-                          xml_escape(v.sentence.id), v.gate.tensors.size(), suite_failures, cases);
+                          xml_escape(v.sentence.id), v.gate.tensors.size() + (r.display ? 1 : 0), suite_failures,
+                          cases);
   }
   write_text_file(file, fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lenscheck "
                                     "verify\" tests=\"{}\" failures=\"{}\">\n{}</testsuites>\n",

@@ -55,6 +55,15 @@ std::string HeadRule::label() const {
   return "?";
 }
 
+double HeadRule::score(const WordRow& row) const {
+  switch (kind) {
+    case Kind::max_content_peak: return row.top_share();
+    case Kind::min_sink: return -row.sink_share().value_or(2.0);
+    case Kind::fixed: return 0;
+  }
+  return 0;
+}
+
 HeadRule HeadRule::parse(const std::string& text) {
   HeadRule r;
   if (text == "max_content_peak") return r;
@@ -137,9 +146,7 @@ WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, 
     if (!w) throw std::invalid_argument("trace lacks " + lens_tensor(lens, l));
     for (int h = 0; h < heads; ++h) {
       WordRow r = word_row(layout, *w, {l, h}, word, fault);
-      // A row with no weight has no sink share; min_sink ranks it last.
-      const double score = rule.kind == HeadRule::Kind::max_content_peak ? r.top_share()
-                                                                         : -r.sink_share().value_or(2.0);
+      const double score = rule.score(r);
       if (!best || score > best_score) {
         best_score = score;
         best = std::move(r);

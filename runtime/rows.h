@@ -42,6 +42,9 @@ struct HeadRule {
   Kind kind = Kind::max_content_peak;
   HeadRef fixed;  // for Kind::fixed
   std::string label() const;  // "max_content_peak", "min_sink", "fixed: 2.1"
+  // How much the rule prefers a head's row, larger first: top_share() for max_content_peak, minus the
+  // sink share for min_sink (a row with no weight ranks last); 0 for fixed.
+  double score(const WordRow& row) const;
   static HeadRule parse(const std::string& text);  // the labels above; throws std::invalid_argument
 };
 

@@ -89,16 +89,16 @@ TEST(DeclaredArithmetic, AnFp16TracePassesAsFp16AndFailsAsFp32) {
   // fp16 runtime that rounds elsewhere.
   Trace fp16 = oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::fp16, 99).forward(nurse());
   save_trace(dir / "fp16.safetensors", fp16);
-  const VerifyResult as_declared = verify_reference(ck, dir / "fp16.safetensors", tolerances(), Rule::derived);
+  const VerifyResult as_declared = verify_reference(ck, dir / "fp16.safetensors", tolerances(), {});
   EXPECT_EQ(as_declared.gate.arithmetic, Arithmetic::fp16);
   EXPECT_TRUE(as_declared.pass());
   const VerifyResult as_fp32 =
-      verify_reference(ck, dir / "fp16.safetensors", tolerances(), Rule::derived, Arithmetic::fp32);
+      verify_reference(ck, dir / "fp16.safetensors", tolerances(), {.arithmetic = Arithmetic::fp32});
   EXPECT_FALSE(as_fp32.pass());
   // A trace that declares fp32 but computed in fp16 fails all the same.
   fp16.precision = "fp32";
   save_trace(dir / "lying.safetensors", fp16);
-  EXPECT_FALSE(verify_reference(ck, dir / "lying.safetensors", tolerances(), Rule::derived).pass());
+  EXPECT_FALSE(verify_reference(ck, dir / "lying.safetensors", tolerances(), {}).pass());
 }
 
 TEST(DeclaredArithmetic, TheFp32RuntimePassesWhereLessIsDeclared) {
@@ -106,7 +106,7 @@ TEST(DeclaredArithmetic, TheFp32RuntimePassesWhereLessIsDeclared) {
   const auto dir = test::temp_dir("runtime_as_int8");
   save_trace(dir / "runtime.safetensors", runtime::Encoder(ck.config, ck.weights).forward(nurse()));
   for (Arithmetic a : {Arithmetic::bf16, Arithmetic::int8})
-    EXPECT_TRUE(verify_reference(ck, dir / "runtime.safetensors", tolerances(), Rule::derived, a).pass())
+    EXPECT_TRUE(verify_reference(ck, dir / "runtime.safetensors", tolerances(), {.arithmetic = a}).pass())
         << arithmetic_name(a);
 }
 
@@ -118,7 +118,7 @@ TEST(DeclaredArithmetic, TracesThatDeclareDifferentOrUnknownPrecisionsAreBadInpu
   t.precision = "fp16";
   save_trace(dir / "b.safetensors", t);
   try {
-    verify_reference(ck, dir, tolerances(), Rule::derived);
+    verify_reference(ck, dir, tolerances(), {});
     FAIL() << "mixed precisions judged";
   } catch (const InputError& e) {
     EXPECT_EQ(e.file(), dir / "b.safetensors");
@@ -127,7 +127,7 @@ TEST(DeclaredArithmetic, TracesThatDeclareDifferentOrUnknownPrecisionsAreBadInpu
   t.precision = "fp8";
   save_trace(dir / "b.safetensors", t);
   try {
-    verify_reference(ck, dir, tolerances(), Rule::derived);
+    verify_reference(ck, dir, tolerances(), {});
     FAIL() << "fp8 judged";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("\"fp8\" is not a precision lenscheck knows"), std::string::npos) << e.what();

@@ -83,7 +83,7 @@ void expect_bad_tolerances(const std::string& yaml, const std::string& problem) 
 }
 
 void expect_bad_reference(const fs::path& trace, const std::string& problem) {
-  expect_input_error([&] { verify_reference(tiny(), trace, tolerances(), Rule::derived); }, trace, problem);
+  expect_input_error([&] { verify_reference(tiny(), trace, tolerances(), {}); }, trace, problem);
 }
 
 // Runs the CLI with report, JSON and JUnit paths added; expects exit code 2, `error: FILE: PROBLEM`,
