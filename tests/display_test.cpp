@@ -1,0 +1,124 @@
+// The display verdict (gate/display.h): what the instrument shows, the candidate's against the truth's,
+// row by row, with rows the declared arithmetic cannot decide kept apart from wrong ones.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "audit/study_plan.h"
+#include "gate/verify.h"
+#include "model/error.h"
+#include "model/trace_io.h"
+#include "runtime/encoder.h"
+#include "runtime/lens.h"
+#include "tests/test_support.h"
+
+using namespace lenscheck;
+
+namespace {
+
+const Checkpoint& bert_mini() {
+  static const Checkpoint ck = load_checkpoint(test::bert_mini());
+  return ck;
+}
+const Tolerances& tolerances() {
+  static const Tolerances t = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  return t;
+}
+const StudyPlan& plan() {
+  static const StudyPlan p = load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml");
+  return p;
+}
+const std::filesystem::path& sentences_file() {
+  static const std::filesystem::path f = test::source_dir() / "fixtures/sentences.yaml";
+  return f;
+}
+
+}  // namespace
+
+TEST(Display, TheRuntimeShowsWhatTheTruthShowsOnEveryRow) {
+  const std::vector<Sentence> sentences = load_sentences(sentences_file());
+  const VerifyResult r = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(), {.plan = &plan()});
+  ASSERT_TRUE(r.display);
+  const BertTokenizer tokenizer(bert_mini().vocab);
+  size_t expected = 0;
+  for (const Sentence& s : sentences) expected += encode_sentence(tokenizer, s, 512, "test").words.size();
+  EXPECT_EQ(r.display->rows, expected * plan().lenses.size());
+  EXPECT_EQ(r.display->wrong(), 0u);
+  EXPECT_LT(r.display->undecidable(), r.display->rows / 20) << "fp32's own error decides nearly every row";
+  EXPECT_TRUE(r.pass());
+}
+
+TEST(Display, ARowThatSinksWhereTheTruthDoesNotIsWrongUnderEveryLens) {
+  const auto& ck = bert_mini();
+  const Encoding enc = encode_sentence(BertTokenizer(ck.vocab), {"s", "The nurse handed the doctor the scissors.", 0},
+                                       512, "test");
+  Trace t = runtime::Encoder(ck.config, ck.weights).forward(enc);
+  // Word 1 ("nurse", token 2) sends every head's whole row to [CLS], in every lens tensor.
+  const size_t T = enc.ids.size(), query = 2;
+  for (int l = 0; l < ck.config.num_hidden_layers; ++l)
+    for (Lens lens : {Lens::attention, Lens::value_norm, Lens::transformed_norm}) {
+      Tensor& w = *t.find(lens_tensor(lens, l));
+      for (int h = 0; h < ck.config.num_attention_heads; ++h)
+        for (size_t j = 0; j < T; ++j) w.values[(size_t(h) * T + query) * T + j] = j == 0 ? 1.0 : 0.0;
+    }
+  const auto dir = test::temp_dir("sinking_row");
+  save_trace(dir / "t.safetensors", t);
+  const VerifyResult r = verify_reference(ck, dir / "t.safetensors", tolerances(), {.plan = &plan()});
+  ASSERT_TRUE(r.display);
+  EXPECT_FALSE(r.display->pass());
+  EXPECT_FALSE(r.pass());
+  std::vector<Lens> wrong_lenses;
+  for (const DisplayRow& row : r.display->flagged) {
+    if (!row.wrong()) continue;
+    EXPECT_EQ(row.at, 1) << row.word;
+    EXPECT_EQ(row.word, "nurse");
+    wrong_lenses.push_back(row.lens);
+    const bool names_the_sink = std::any_of(row.items.begin(), row.items.end(), [](const DisplayItem& i) {
+      return i.differs && (i.what == "sink share" || i.what == "head");
+    });
+    EXPECT_TRUE(names_the_sink) << lens_name(row.lens);
+  }
+  EXPECT_EQ(wrong_lenses.size(), plan().lenses.size());
+}
+
+TEST(Display, ACoarserDeclaredArithmeticLeavesMoreRowsUndecidableAndNoneWrong) {
+  const std::vector<Sentence> sentences = load_sentences(sentences_file());
+  const VerifyResult fp32 = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(), {.plan = &plan()});
+  const VerifyResult int8 = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(),
+                                             {.arithmetic = Arithmetic::int8, .plan = &plan()});
+  ASSERT_TRUE(fp32.display && int8.display);
+  EXPECT_EQ(int8.display->wrong(), 0u);  // the fp32 runtime errs far less than int8 may
+  EXPECT_GT(int8.display->undecidable(), 5 * std::max<size_t>(1, fp32.display->undecidable()));
+  for (const DisplayRow& row : int8.display->flagged)
+    for (const DisplayItem& i : row.items) {
+      EXPECT_FALSE(i.decidable);
+      EXPECT_LE(i.margin, i.error) << row.sentence << " " << row.word << " " << i.what;
+    }
+}
+
+TEST(Display, APlanWithoutADisplayBlockOrWithABadOneIsBadInput) {
+  const auto dir = test::temp_dir("display_plans");
+  const std::string plan_text = test::read_file(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml");
+  const std::string without = plan_text.substr(0, plan_text.find("display:"));
+  test::write_file(dir / "without.yaml", without);
+  const test::CommandResult r = test::run_cli("verify --model " + test::quoted(test::bert_mini()) + " --sentences " +
+                                              test::quoted(sentences_file()) + " --plan " +
+                                              test::quoted(dir / "without.yaml"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("without.yaml: the plan has no display: block"), std::string::npos) << r.output;
+  for (const auto& [block, problem] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"display:\n  decimals: 9\n  top_targets: 3\n  sink_flags: [0.5]\n", "decimals must be 0 to 6"},
+           {"display:\n  decimals: 2\n  top_targets: 3\n  sink_flags: [0.9, 0.5]\n", "sink_flags must ascend"},
+           {"display:\n  decimals: 2\n  sink_flags: [0.5]\n", "top_targets"},
+           {"display:\n  decimals: 2\n  top_targets: 3\n  sink_flags: [1.5]\n", "strictly between 0 and 1"}}) {
+    test::write_file(dir / "bad.yaml", without + block);
+    try {
+      load_study_plan(dir / "bad.yaml");
+      ADD_FAILURE() << block;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), dir / "bad.yaml");
+      EXPECT_NE(std::string(e.what()).find(problem), std::string::npos) << e.what();
+    }
+  }
+}
