@@ -34,7 +34,7 @@ expect(passes "the gate including rooms below it" gate/judge.cpp
        "#include \"gate/verify.h\"\n#include \"common/parallel.h\"\n#include \"oracle/oracle.h\"\n#include <fmt/format.h>\n")
 expect(passes "torch in oracle/*.cpp" oracle/oracle.cpp "#include <torch/torch.h>\n")
 expect(passes "a test including any room" tests/any_test.cpp "#include \"cli/arguments.h\"\n#include \"mutations/mutate.h\"\n")
-expect(fails "the gate including the audit" gate/judge.cpp "#include \"audit/audit.h\"\n")
+expect(fails "the gate including the mutations" gate/judge.cpp "#include \"mutations/mutate.h\"\n")
 expect(fails "the audit including the gate" audit/audit.cpp "#include \"gate/verify.h\"\n")
 expect(fails "the runtime including the oracle" runtime/encoder.h "#include \"oracle/oracle.h\"\n")
 expect(fails "the runtime including torch" runtime/encoder.cpp "#include <torch/torch.h>\n")
