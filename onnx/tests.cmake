@@ -10,13 +10,15 @@ endfunction()
 
 set(cli $<TARGET_FILE:lenscheck>)
 foreach(fixture bert-mini trained-mini)
-  lenscheck_onnx_test(onnxruntime.fp32.${fixture} 0 "fp32 \\(CPU.*\\(derived rule\\): PASS.*verify: PASS"
+  lenscheck_onnx_test(onnxruntime.fp32.${fixture} 0
+                      "fp32 \\(CPU.*\\(derived rule\\): PASS.*display verdict: PASS: 0 of [0-9]+ rows show a different number.*verify: PASS"
                       ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime)
-  # fp16 and int8 pass under the arithmetic they declare, and fail when judged as fp32: a candidate that
-  # declares fp32 and computes in fp16 or int8 fails, with a verdict on every tensor family (exit 1, not 2).
+  # fp16 and int8 pass under the arithmetic they declare, tensors and display (no row the instrument
+  # shows differs where the truth is decided), and fail when judged as fp32: a candidate that declares
+  # fp32 and computes in fp16 or int8 fails, with a verdict on every tensor family (exit 1, not 2).
   foreach(variant fp16 int8)
     lenscheck_onnx_test(onnxruntime.${variant}.${fixture} 0
-                        "\\(derived rule\\): PASS.*libtorch ${variant} \\(simulated in fp64\\)'s error at most.*verify: PASS"
+                        "\\(derived rule\\): PASS.*libtorch ${variant} \\(simulated in fp64\\)'s error at most.*display verdict: PASS: 0 of [0-9]+ rows show a different number.*verify: PASS"
                         ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime:${variant})
     lenscheck_onnx_test(onnxruntime.${variant}-declared-fp32.${fixture} 1 "layer\\.\\*\\.output [^\n]*FAIL.*verify: FAIL"
                         ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime:${variant}
