@@ -241,10 +241,10 @@ int main(int argc, char** argv) {
       const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
       const lc::Rule rule = absolute ? lc::Rule::absolute : lc::Rule::derived;
       const lc::StudyPlan plan = lc::load_study_plan(data.checked(display_plan));
-      if (!plan.display)
+      if (!plan.display && !absolute)
         throw lc::InputError(plan.file, "the plan has no display: block (decimals, top_targets, sink_flags), which "
                                         "verify's display verdict needs");
-      lc::VerifyOptions options{.rule = rule, .threads = threads, .plan = &plan};
+      lc::VerifyOptions options{.rule = rule, .threads = threads, .plan = absolute ? nullptr : &plan};
       if (!declared.empty()) options.arithmetic = lc::parse_arithmetic(declared, "--precision");
       if (!reference.empty()) return run_verify(lc::verify_reference(ck, reference, tol, options), report, json, junit);
       const auto list = lc::load_sentences(data.checked(sentences));
@@ -379,9 +379,10 @@ int main(int argc, char** argv) {
           for (const auto& [fault, outcomes] : f.detection)
             fmt::print("  {:<18} {:<16} smallest delta killed: {:g}\n", f.name, fault,
                        lc::CalibrationResult::threshold(o.deltas, outcomes));
+        // Written after every candidate: a later one that cannot run loses none of the earlier ones.
+        lc::write_calibration_markdown(results, report);
+        if (!json.empty()) lc::write_calibration_json(results, json);
       }
-      lc::write_calibration_markdown(results, report);
-      if (!json.empty()) lc::write_calibration_json(results, json);
       fmt::print("false alarms: {}\nwrote {}\n", false_alarms, report);
       return false_alarms == 0 ? kPass : kFail;
     }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "common/parallel.h"
@@ -67,15 +68,17 @@ Checkpoint in_memory(const BertConfig& config, BertWeights weights, const std::s
   return ck;
 }
 
-// The checkpoint with `fault` of size `delta` applied; a runtime fault travels beside it.
+// The checkpoint with `fault` of size `delta` applied (a copy; none for a runtime fault, which
+// travels beside the checkpoint as it is).
 struct Mutant {
-  Checkpoint checkpoint;
+  std::optional<Checkpoint> checkpoint;
   runtime::Injected injected;
 };
 
 Mutant mutant_of(const Checkpoint& ck, GradedFault fault, double delta) {
-  Mutant m{ck, {}};
-  LayerWeights* last = &m.checkpoint.weights.layers.back();
+  Mutant m;
+  if (fault != GradedFault::probs_scaled) m.checkpoint = ck;
+  LayerWeights* last = m.checkpoint ? &m.checkpoint->weights.layers.back() : nullptr;
   switch (fault) {
     case GradedFault::weight_scaled:
       for (float& w : last->value_w.values) w = static_cast<float>(w * (1 + delta));
@@ -89,7 +92,7 @@ Mutant mutant_of(const Checkpoint& ck, GradedFault fault, double delta) {
       for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(b[i] + (i % 2 ? -shift : shift));
       break;
     }
-    case GradedFault::layer_norm_eps: m.checkpoint.config.layer_norm_eps += delta; break;
+    case GradedFault::layer_norm_eps: m.checkpoint->config.layer_norm_eps += delta; break;
     case GradedFault::probs_scaled: m.injected = {runtime::Fault::last_layer_probs_scaled, delta}; break;
   }
   return m;
@@ -101,10 +104,10 @@ bool is_runtime_fault(GradedFault fault) { return fault == GradedFault::probs_sc
 
 CalibrationCandidate runtime_candidate() {
   CalibrationCandidate c;
-  c.run = [](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected fault) {
+  c.run = [](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected fault, unsigned threads) {
     const runtime::Encoder encoder(ck.config, ck.weights, fault);
-    std::vector<Trace> traces;
-    for (const Encoding& e : inputs) traces.push_back(encoder.forward(e));
+    std::vector<Trace> traces(inputs.size());
+    parallel_for(inputs.size(), threads, [&](size_t i) { traces[i] = encoder.forward(inputs[i]); });
     return traces;
   };
   return c;
@@ -203,7 +206,7 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     const Checkpoint ck = in_memory(s.model.config, generated_weights(s.model.config, s.model.seed, s.model.statistics),
                                     fmt::format("sweep model {}", i));
     const Judge judge(ck, tolerances, Rule::derived, o.candidate.arithmetic);
-    const Trace candidate = o.candidate.run(ck, {s.model.input}, {}).at(0);
+    const Trace candidate = o.candidate.run(ck, {s.model.input}, {}, 1).at(0);
     comparisons[i] = judge.judge(candidate, judge.references(s.model.input));
     s.pass = comparisons[i].pass();
     s.failure = first_failure(comparisons[i]);
@@ -234,7 +237,7 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     const Judge judge(ck, tolerances, Rule::derived, o.candidate.arithmetic);
     std::vector<Judge::References> refs(encodings.size());
     parallel_for(encodings.size(), o.threads, [&](size_t i) { refs[i] = judge.references(encodings[i]); });
-    const std::vector<Trace> fault_free = o.candidate.run(ck, encodings, {});
+    const std::vector<Trace> fault_free = o.candidate.run(ck, encodings, {}, o.threads);
     for (size_t i = 0; i < encodings.size(); ++i) {
       const TraceComparison c = judge.judge(fault_free[i], refs[i]);
       f.failed_sentences += !c.pass();
@@ -250,7 +253,7 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     std::vector<std::pair<bool, double>> outcomes(faults.size() * o.deltas.size());
     parallel_for(outcomes.size(), o.threads, [&](size_t i) {
       const Mutant m = mutant_of(ck, faults[i / o.deltas.size()], o.deltas[i % o.deltas.size()]);
-      const std::vector<Trace> traces = o.candidate.run(m.checkpoint, encodings, m.injected);
+      const std::vector<Trace> traces = o.candidate.run(m.checkpoint ? *m.checkpoint : ck, encodings, m.injected, 1);
       double largest = 0;
       for (size_t s = 0; s < encodings.size(); ++s) {
         const TraceComparison c = judge.judge(traces[s], refs[s]);

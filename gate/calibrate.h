@@ -49,7 +49,8 @@ struct CalibrationCandidate {
   std::string name = "runtime";
   Arithmetic arithmetic = Arithmetic::fp32;
   bool has_fault_seam = true;  // runtime::Fault can be injected (probs-scaled); weight and config faults always can
-  std::function<std::vector<Trace>(const Checkpoint&, const std::vector<Encoding>&, runtime::Injected)> run;
+  // Its traces of the checkpoint on every input, `threads` at a time.
+  std::function<std::vector<Trace>(const Checkpoint&, const std::vector<Encoding>&, runtime::Injected, unsigned threads)> run;
 };
 // lenscheck's runtime, fp32.
 CalibrationCandidate runtime_candidate();

@@ -35,15 +35,30 @@ size_t DisplayVerdict::undecidable_differing() const {
 
 namespace {
 
-// One word's row under one lens in every head of a trace, layer-major.
-std::vector<WordRow> rows_of(const Trace& t, const WordLayout& layout, Lens lens, int word, int layers, int heads) {
+// One word's row under one lens in every head of a trace, layer-major; why not, when the trace cannot
+// give it (a lens tensor missing or not [heads, T, T], a weight NaN or Inf).
+struct HeadRows {
   std::vector<WordRow> rows;
+  std::string problem;
+};
+HeadRows rows_of(const Trace& t, const WordLayout& layout, Lens lens, int word, int layers, int heads) {
+  HeadRows r;
+  const auto tokens = int64_t(t.input_ids.size());
   for (int l = 0; l < layers; ++l) {
-    const Tensor* w = t.find(lens_tensor(lens, l));
-    if (!w) throw InputError(t.producer, "the trace lacks " + lens_tensor(lens, l) + ", which the display verdict reads");
-    for (int h = 0; h < heads; ++h) rows.push_back(word_row(layout, *w, {l, h}, word));
+    const std::string name = lens_tensor(lens, l);
+    const Tensor* w = t.find(name);
+    if (!w) return {{}, name + " is missing"};
+    if (w->shape != std::vector<int64_t>{heads, tokens, tokens}) return {{}, name + " is not [heads, T, T]"};
+    try {
+      for (int h = 0; h < heads; ++h) {
+        r.rows.push_back(word_row(layout, *w, {l, h}, word));
+        (void)r.rows.back().sink_share();  // a NaN or Inf total throws here, not later
+      }
+    } catch (const NonFiniteError& e) {
+      return {{}, e.what()};
+    }
   }
-  return rows;
+  return r;
 }
 
 // The head the rule opens: the largest score, the lowest layer and head on a tie (as instrument_row).
@@ -84,15 +99,30 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
   if (!plan.display) throw InputError(plan.file, "the plan has no display: block (decimals, top_targets, sink_flags), "
                                                  "which the display verdict needs");
   const DisplaySpec& spec = *plan.display;
-  const WordLayout layout = WordLayout::of(truth);
+  if (plan.head_rule.kind == HeadRule::Kind::fixed &&
+      (plan.head_rule.fixed.layer >= layers || plan.head_rule.fixed.head >= heads))
+    throw InputError(plan.file, fmt::format("head rule {} names a head the model lacks", plan.head_rule.label()));
+  WordLayout layout;
+  try {
+    layout = WordLayout::of(truth);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(sentence, fmt::format("the display verdict needs its words: {}", e.what()));
+  }
   std::vector<DisplayRow> flagged;
   for (Lens lens : plan.lenses)
     for (int word = 0; word < int(layout.words.size()); ++word) {
       ++rows;
-      const std::vector<WordRow> c = rows_of(candidate, layout, lens, word, layers, heads);
-      const std::vector<WordRow> t = rows_of(truth, layout, lens, word, layers, heads);
+      const HeadRows candidate_rows = rows_of(candidate, layout, lens, word, layers, heads);
+      const HeadRows truth_rows = rows_of(truth, layout, lens, word, layers, heads);
+      if (!truth_rows.problem.empty()) throw std::logic_error("the truth's rows: " + truth_rows.problem);
+      const std::vector<WordRow>& c = candidate_rows.rows;
+      const std::vector<WordRow>& t = truth_rows.rows;
       std::vector<std::vector<WordRow>> b;
-      for (const Trace* bench : benchmarks) b.push_back(rows_of(*bench, layout, lens, word, layers, heads));
+      for (const Trace* bench : benchmarks) {
+        HeadRows rows = rows_of(*bench, layout, lens, word, layers, heads);
+        if (!rows.problem.empty()) throw std::logic_error("the benchmark's rows: " + rows.problem);
+        b.push_back(std::move(rows.rows));
+      }
 
       auto word_text = [&](int w) {  // its tokens joined, WordPiece's ## dropped
         std::string text;
@@ -109,6 +139,11 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
         if (item.differs || !item.decidable) row.items.push_back(std::move(item));
       };
       auto head_label = [&](size_t i) { return HeadRef{int(i) / heads, int(i) % heads}.label(); };
+      if (!candidate_rows.problem.empty()) {  // nothing the instrument could show: wrong
+        add({"row", "— (" + candidate_rows.problem + ")", "shown", true, true, 0, 0});
+        flagged.push_back(std::move(row));
+        continue;
+      }
 
       // The head: a tie within the error of the rule's scores makes the choice undecidable.
       const size_t ht = opened(t, plan.head_rule, heads), hc = opened(c, plan.head_rule, heads);
@@ -119,7 +154,8 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
             error = std::max(error, std::fabs(plan.head_rule.score(bench[i]) - plan.head_rule.score(t[i])));
         for (size_t i = 0; i < t.size(); ++i)
           if (i != ht) margin = std::min(margin, plan.head_rule.score(t[ht]) - plan.head_rule.score(t[i]));
-        add({"head", head_label(hc), head_label(ht), hc != ht, !(margin <= error), margin, error});
+        // Both heads' scores carry the error: a tie flips within twice it.
+        add({"head", head_label(hc), head_label(ht), hc != ht, !(margin <= 2 * error), margin, 2 * error});
       }
       if (hc != ht) {  // another head's numbers are another row: nothing more to compare
         if (!row.items.empty()) flagged.push_back(std::move(row));
@@ -178,7 +214,7 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
           if (r + 1 < ranked.size()) margin = std::min(margin, w_r - (*wt)[size_t(ranked[r + 1])]);
         }
         add({fmt::format("target {}", r + 1), target_text(shown_c), target_text(tt[r]), shown_c != tt[r],
-             !(margin <= weight_error), margin, weight_error});
+             !(margin <= 2 * weight_error), margin, 2 * weight_error});  // a gap between two weights, as for heads
         if (shown_c != tt[r]) continue;
         const double w_t = (*wt)[size_t(tt[r])], w_c = (*wc)[size_t(tt[r])];
         add({fmt::format("weight of {}", word_text(tt[r])), printed(w_c, spec.decimals), printed(w_t, spec.decimals),

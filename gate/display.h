@@ -6,10 +6,14 @@
 //
 // A row is wrong when the candidate prints something else where the truth is decided; undecidable when
 // the truth lies within the declared arithmetic's own error of a boundary (a rounding boundary of a
-// printed number, a flag's threshold, a tie between two heads or two targets), whatever the candidate
-// prints there. That error is measured, not assumed: for each quantity, the largest distance from the
-// truth of the benchmark and its rounding probes (gate/verify.h), libtorch computing in the arithmetic
-// the candidate declares.
+// printed number, a flag's threshold; twice it for a tie between two heads or two targets, whose two
+// sides both carry it), whatever the candidate prints there. That error is measured, not assumed: for
+// each quantity, the largest distance from the truth of the benchmark and its rounding probes
+// (gate/verify.h), libtorch computing in the arithmetic the candidate declares. It is the format's own
+// error, not the k times it that the tensor gate allows: the display verdict asks whether a reader sees
+// a number the declared arithmetic itself would not have printed, a stricter question than the tensor
+// gate's. A candidate whose row cannot be read (a lens tensor missing, misshaped or not finite) is
+// wrong there.
 #include <string>
 #include <vector>
 

@@ -207,8 +207,6 @@ void judge_sentence(const Judge& judge, const VerifyOptions& options, const Bert
   const Judge::References refs = judge.references(encoding);
   v.gate = judge.judge(candidate, refs);
   if (!options.plan || judge.rule() != Rule::derived) return;
-  if (candidate.word_ids.empty() && !encoding.ids.empty())
-    throw InputError(v.sentence.id, "the trace has no word_ids: the display verdict needs the words");
   std::vector<const Trace*> benchmarks = {&refs.benchmark};
   for (const Trace& p : refs.perturbed) benchmarks.push_back(&p);
   v.display = compare_display(*options.plan, v.sentence.id, candidate, *refs.truth, benchmarks,
@@ -306,8 +304,9 @@ VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path&
   Arithmetic arithmetic = declared.value_or(Arithmetic::fp32);
   if (!declared)
     for (size_t i = 0; i < files.size(); ++i) {
-      const std::string& p = candidates[i].precision;
-      const Arithmetic a = p == "fp64" ? Arithmetic::fp32 : parse_arithmetic(p, files[i].string() + ": precision");
+      const std::string& p = candidates[i].precision;  // a trace that says nothing declares fp32
+      const Arithmetic a = p.empty() || p == "fp64" ? Arithmetic::fp32
+                                                    : parse_arithmetic(p, files[i].string() + ": precision");
       if (i > 0 && a != arithmetic)
         throw InputError(files[i], fmt::format("declares {}, {} declares {}: judge traces of one precision at a time "
                                                "(or give --precision)", p, files[0].filename().string(),
@@ -315,6 +314,13 @@ VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path&
       arithmetic = a;
     }
   const Judge judge(ck, tolerances, rule, arithmetic);
+  // The display verdict reads the words: a trace without word ids gets the tensor verdict alone.
+  VerifyOptions judged = options;
+  for (size_t i = 0; i < files.size() && judged.plan; ++i)
+    if (candidates[i].word_ids.empty()) {
+      judged.plan = nullptr;
+      r.notes.push_back(fmt::format("no display verdict: {} has no word_ids in its __metadata__", files[i].string()));
+    }
   std::string producer;
   for (size_t i = 0; i < files.size(); ++i) {
     const Trace& candidate = candidates[i];
@@ -326,9 +332,9 @@ VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path&
     SentenceVerdict& v = r.sentences.emplace_back();
     v.sentence = {files[i].filename().string(), "(input ids of the reference trace)", 0};
     v.tokens = candidate.tokens;
-    judge_sentence(judge, options, ck.config, v, candidate, enc);
+    judge_sentence(judge, judged, ck.config, v, candidate, enc);
   }
-  conclude(r, judge, options, producer);
+  conclude(r, judge, judged, producer);
   return r;
 }
 

@@ -290,7 +290,8 @@ void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file
       std::string wrong;
       for (const DisplayRow& row : v.display)
         if (row.wrong()) wrong += fmt::format("{}{}@{} ({})", wrong.empty() ? "" : "; ", row.word, row.at, lens_name(row.lens));
-      add_case("display", wrong.empty(), "the instrument shows other numbers for " + wrong);
+      add_case("display", wrong.empty() && v.display_rows > 0,
+               v.display_rows == 0 ? std::string("no row compared") : "the instrument shows other numbers for " + wrong);
     }
     suites += fmt::format("  <testsuite name=\"verify.{}\" tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n",
                           xml_escape(v.sentence.id), v.gate.tensors.size() + (r.display ? 1 : 0), suite_failures,

@@ -55,7 +55,7 @@ CalibrationCandidate calibration_candidate(const CandidateSpec& spec) {
   c.name = spec.variant == Variant::fp32 ? "onnxruntime" : fmt::format("onnxruntime:{}", variant_name(spec.variant));
   c.arithmetic = declared_arithmetic(spec.variant);
   c.has_fault_seam = false;
-  c.run = [spec](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected fault) {
+  c.run = [spec](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected fault, unsigned) {
     if (fault.fault != runtime::Fault::none) throw std::logic_error("ONNX Runtime has no runtime fault seam");
     const onnxruntime::ScratchFolder scratch("the exported graph");
     const std::filesystem::path graph = scratch.path() / "bert.onnx";

@@ -117,16 +117,17 @@ namespace {
 
 // libtorch reports a failed allocation as c10::Error or std::bad_alloc; the harness reads neither.
 template <class F>
-auto translating_torch_errors(Precision precision, const char* doing, F&& f) {
+auto translating_torch_errors(const std::string& oracle, const char* doing, F&& f) {
   try {
     return f();
   } catch (const std::exception& e) {
     std::string what = e.what();
     what = what.substr(0, what.find('\n'));  // c10::Error appends a backtrace
-    throw OracleError(fmt::format("the {} oracle could not {}: {}", precision == Precision::fp64 ? "fp64" : "fp32",
-                                  doing, what));
+    throw OracleError(fmt::format("the {} oracle could not {}: {}", oracle, doing, what));
   }
 }
+
+std::string oracle_name(Precision precision) { return precision == Precision::fp64 ? "fp64" : "fp32"; }
 
 }  // namespace
 
@@ -135,7 +136,7 @@ Oracle::Oracle() : impl_(std::make_unique<Impl>()) {}
 Oracle::Oracle(const BertConfig& config, const BertWeights& w, Precision precision, uint64_t rounding_probe)
     : impl_(std::make_unique<Impl>()) {
   impl_->rounding_probe = rounding_probe;
-  translating_torch_errors(precision, "load the weights", [&] {
+  translating_torch_errors(oracle_name(precision), "load the weights", [&] {
     load(config, rounding_probe ? rounding_perturbed(config, w, rounding_probe) : w, precision);
   });
 }
@@ -145,7 +146,8 @@ Oracle Oracle::computing_in(const BertConfig& config, const BertWeights& w, Arit
   if (arithmetic == Arithmetic::fp32) return Oracle(config, w, Precision::fp32, rounding_probe);
   Oracle o;
   o.impl_->rounding_probe = rounding_probe;
-  translating_torch_errors(Precision::fp64, "load the weights", [&] { o.load_simulated(config, w, arithmetic); });
+  translating_torch_errors(arithmetic_name(arithmetic) + " (simulated in fp64)", "load the weights",
+                           [&] { o.load_simulated(config, w, arithmetic); });
   return o;
 }
 
@@ -178,8 +180,12 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     const QuantizedWeight qw = quantize_per_channel(weight);
     l.q = torch::tensor(std::vector<int64_t>(qw.values.begin(), qw.values.end()), torch::kInt64)
               .view({qw.out, qw.in}).to(torch::kFloat64);
-    if (m.rounding_probe)  // one quantization step, inwards at the range's ends
-      l.q = torch::clamp(torch::where(draws(l.q), l.q + 1, l.q - 1), -kInt8WeightLimit, kInt8WeightLimit);
+    if (m.rounding_probe) {  // one quantization step, inwards at the range's ends
+      const double limit = kInt8WeightLimit;
+      l.q = torch::where(draws(l.q), l.q + 1, l.q - 1);
+      l.q = torch::where(l.q > limit, torch::full_like(l.q, limit - 1), l.q);
+      l.q = torch::where(l.q < -limit, torch::full_like(l.q, 1 - limit), l.q);
+    }
     l.scales = torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64);
     return l;
   };
@@ -228,8 +234,9 @@ Oracle::~Oracle() = default;
 Oracle::Oracle(Oracle&&) noexcept = default;
 
 Trace Oracle::forward(const Encoding& enc, Record record) const {
-  return translating_torch_errors(impl_->dtype == torch::kFloat64 ? Precision::fp64 : Precision::fp32,
-                                  "run the forward pass", [&] {
+  const std::string name = impl_->simulated ? arithmetic_name(*impl_->simulated) + " (simulated in fp64)"
+                                            : oracle_name(impl_->dtype == torch::kFloat64 ? Precision::fp64 : Precision::fp32);
+  return translating_torch_errors(name, "run the forward pass", [&] {
                                     if (!impl_->simulated) return run(enc, record);
                                     if (record != Record::everything)
                                       throw std::invalid_argument("a simulated arithmetic records every tensor");

@@ -122,3 +122,36 @@ TEST(Display, APlanWithoutADisplayBlockOrWithABadOneIsBadInput) {
     }
   }
 }
+
+TEST(Display, ANonFiniteWeightMakesItsRowWrongAndTheReportsStillGetWritten) {
+  const auto& ck = bert_mini();
+  const Encoding enc = encode_sentence(BertTokenizer(ck.vocab), {"s", "The nurse handed the doctor the scissors.", 0},
+                                       512, "test");
+  Trace t = runtime::Encoder(ck.config, ck.weights).forward(enc);
+  t.find("layer.2.lens.value_norm")->values[3 * enc.ids.size() + 4] = std::nan("");  // head 0, token 3 → token 4
+  const auto dir = test::temp_dir("nan_row");
+  save_trace(dir / "t.safetensors", t);
+  const VerifyResult r = verify_reference(ck, dir / "t.safetensors", tolerances(), {.plan = &plan()});
+  ASSERT_TRUE(r.display);
+  ASSERT_EQ(r.display->wrong(), 1u);
+  EXPECT_EQ(r.display->flagged.front().at, 2);  // token 3 is "handed", word 2
+  EXPECT_EQ(r.display->flagged.front().lens, Lens::value_norm);
+  EXPECT_FALSE(r.pass());
+}
+
+TEST(Display, ATraceWithoutWordIdsOrPrecisionGetsTheTensorVerdictAsFp32) {
+  const auto& ck = bert_mini();
+  const Encoding enc = encode_sentence(BertTokenizer(ck.vocab), {"s", "The nurse handed the doctor the scissors.", 0},
+                                       512, "test");
+  Trace t = runtime::Encoder(ck.config, ck.weights).forward(enc);
+  t.word_ids.clear();
+  t.precision.clear();
+  const auto dir = test::temp_dir("bare_trace");
+  save_trace(dir / "t.safetensors", t);
+  const VerifyResult r = verify_reference(ck, dir / "t.safetensors", tolerances(), {.plan = &plan()});
+  EXPECT_FALSE(r.display);
+  EXPECT_EQ(r.gate.arithmetic, Arithmetic::fp32);
+  EXPECT_TRUE(r.pass());
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(),
+                          [](const std::string& n) { return n.find("no display verdict") != std::string::npos; }));
+}
