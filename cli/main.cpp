@@ -241,9 +241,7 @@ int main(int argc, char** argv) {
       const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
       const lc::Rule rule = absolute ? lc::Rule::absolute : lc::Rule::derived;
       const lc::StudyPlan plan = lc::load_study_plan(data.checked(display_plan));
-      if (!plan.display && !absolute)
-        throw lc::InputError(plan.file, "the plan has no display: block (decimals, top_targets, sink_flags), which "
-                                        "verify's display verdict needs");
+      if (!absolute) lc::required_display(plan);  // before any candidate runs
       lc::VerifyOptions options{.rule = rule, .threads = threads, .plan = absolute ? nullptr : &plan};
       if (!declared.empty()) options.arithmetic = lc::parse_arithmetic(declared, "--precision");
       if (!reference.empty()) return run_verify(lc::verify_reference(ck, reference, tol, options), report, json, junit);

@@ -93,12 +93,17 @@ std::string flag_name(double threshold) { return fmt::format("flag {:g} %", 100 
 
 }  // namespace
 
+const DisplaySpec& required_display(const StudyPlan& plan) {
+  if (!plan.display)
+    throw InputError(plan.file, "the plan has no display: block (decimals, top_targets, sink_flags), which the "
+                                "display verdict needs");
+  return *plan.display;
+}
+
 std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string& sentence, const Trace& candidate,
                                         const Trace& truth, const std::vector<const Trace*>& benchmarks, int layers,
                                         int heads, size_t& rows) {
-  if (!plan.display) throw InputError(plan.file, "the plan has no display: block (decimals, top_targets, sink_flags), "
-                                                 "which the display verdict needs");
-  const DisplaySpec& spec = *plan.display;
+  const DisplaySpec& spec = required_display(plan);
   if (plan.head_rule.kind == HeadRule::Kind::fixed &&
       (plan.head_rule.fixed.layer >= layers || plan.head_rule.fixed.head >= heads))
     throw InputError(plan.file, fmt::format("head rule {} names a head the model lacks", plan.head_rule.label()));
@@ -227,11 +232,9 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
 }
 
 DisplayVerdict display_verdict(const StudyPlan& plan, std::vector<std::vector<DisplayRow>> per_sentence, size_t rows) {
-  if (!plan.display) throw InputError(plan.file, "the plan has no display: block (decimals, top_targets, sink_flags), "
-                                                 "which the display verdict needs");
   DisplayVerdict v;
   v.plan_file = plan.file;
-  v.spec = *plan.display;
+  v.spec = required_display(plan);
   v.head_rule = plan.head_rule;
   v.lenses = plan.lenses;
   v.rows = rows;

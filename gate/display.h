@@ -60,13 +60,16 @@ struct DisplayVerdict {
   std::string headline(const std::string& arithmetic) const;
 };
 
+// The plan's display: block; an InputError naming the plan when it has none.
+const DisplaySpec& required_display(const StudyPlan& plan);
+
 // The rows of one sentence: `benchmarks` are the benchmark and its probes. Every trace holds the lens
 // tensors of every layer (Record::instrument or more) for the same tokens and word ids.
 std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string& sentence, const Trace& candidate,
                                         const Trace& truth, const std::vector<const Trace*>& benchmarks, int layers,
                                         int heads, size_t& rows);
 
-// Gathers the sentences' rows into the verdict. An InputError naming the plan when it has no display: block.
+// Gathers the sentences' rows into the verdict.
 DisplayVerdict display_verdict(const StudyPlan& plan, std::vector<std::vector<DisplayRow>> per_sentence, size_t rows);
 
 // Markdown section and JSON of the verdict, for the verify reports.

@@ -150,11 +150,15 @@ Judge::References Judge::references(const Encoding& encoding) const {
   }
 }
 
+std::vector<const Trace*> Judge::References::benchmarks() const {
+  std::vector<const Trace*> all = {&benchmark};
+  for (const Trace& p : perturbed) all.push_back(&p);
+  return all;
+}
+
 TraceComparison Judge::judge(const Trace& candidate, const References& refs) const {
   if (rule_ == Rule::absolute) return compare_traces(candidate, refs.benchmark, tolerances_.absolute, checkpoint_.config);
-  std::vector<const Trace*> benchmarks = {&refs.benchmark};
-  for (const Trace& p : refs.perturbed) benchmarks.push_back(&p);
-  return compare_derived(candidate, benchmarks, *refs.truth, tolerances_, checkpoint_.config);
+  return compare_derived(candidate, refs.benchmarks(), *refs.truth, tolerances_, checkpoint_.config);
 }
 
 ComparisonSummary summarise(const std::vector<std::pair<std::string, const TraceComparison*>>& runs, Rule rule,
@@ -207,9 +211,7 @@ void judge_sentence(const Judge& judge, const VerifyOptions& options, const Bert
   const Judge::References refs = judge.references(encoding);
   v.gate = judge.judge(candidate, refs);
   if (!options.plan || judge.rule() != Rule::derived) return;
-  std::vector<const Trace*> benchmarks = {&refs.benchmark};
-  for (const Trace& p : refs.perturbed) benchmarks.push_back(&p);
-  v.display = compare_display(*options.plan, v.sentence.id, candidate, *refs.truth, benchmarks,
+  v.display = compare_display(*options.plan, v.sentence.id, candidate, *refs.truth, refs.benchmarks(),
                               config.num_hidden_layers, config.num_attention_heads, v.display_rows);
 }
 

@@ -129,6 +129,7 @@ class Judge {
     Trace benchmark;                 // libtorch in the declared arithmetic
     std::vector<Trace> perturbed;    // the same, the kRoundingProbes probes; derived rule only
     std::optional<Trace> truth;      // libtorch fp64, derived rule only
+    std::vector<const Trace*> benchmarks() const;  // the benchmark, then its probes
   };
   References references(const Encoding& encoding) const;
   TraceComparison judge(const Trace& candidate, const References& references) const;

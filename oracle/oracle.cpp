@@ -47,27 +47,38 @@ BertWeights rounding_perturbed(const BertConfig& config, const BertWeights& weig
   return out;
 }
 
-// x (fp64) rounded to `f`, element by element, as round_to (model/arithmetic.h) rounds a double: the
-// spacing at x is 2^(e - digits + 1), with e = frexp's exponent - 1 clamped at the smallest normal one.
-torch::Tensor spacing(const torch::Tensor& x, const FloatFormat& f) {
-  const auto exponent = std::get<1>(torch::frexp(x)).to(torch::kFloat64) - 1;
+// The spacing of `f` at x, element by element, as round_to (model/arithmetic.h) takes it: 2^(e - digits
+// + 1), with e = frexp's exponent - 1 clamped at the smallest normal one. `exponent` is frexp's, less 1.
+torch::Tensor spacing(const torch::Tensor& exponent, const FloatFormat& f) {
   return torch::exp2(torch::clamp_min(exponent, f.min_exponent) - (f.digits - 1));
 }
 
+// x (fp64) rounded to `f`, element by element, as round_to rounds a double.
 torch::Tensor rounded(const torch::Tensor& x, const FloatFormat& f) {
-  const auto y = torch::round(x / spacing(x, f)) * spacing(x, f);  // round: ties to even
+  const auto ulp = spacing(std::get<1>(torch::frexp(x)).to(torch::kFloat64) - 1, f);
+  const auto y = torch::round(x / ulp) * ulp;  // round: ties to even
   return torch::where(y.abs() > f.largest, x.sign() * std::numeric_limits<double>::infinity(), y);
 }
 
 // x, a tensor of `f`'s values, moved one step of `f` where `up` (else down), as step_in does.
 torch::Tensor stepped(const torch::Tensor& x, const FloatFormat& f, const torch::Tensor& up) {
-  auto ulp = torch::where(x == 0, torch::full_like(x, std::ldexp(1.0, f.min_exponent - (f.digits - 1))), spacing(x, f));
-  const auto mantissa = std::get<0>(torch::frexp(x)).abs();
-  const auto exponent = std::get<1>(torch::frexp(x)).to(torch::kFloat64) - 1;
+  const auto [mantissa, frexp_exponent] = torch::frexp(x);
+  const auto exponent = frexp_exponent.to(torch::kFloat64) - 1;
+  auto ulp = torch::where(x == 0, torch::full_like(x, std::ldexp(1.0, f.min_exponent - (f.digits - 1))),
+                          spacing(exponent, f));
+  // Below a power of two the spacing is half the one above it.
   const auto towards_zero = (x > 0) != up;
-  ulp = torch::where(towards_zero & (mantissa == 0.5) & (exponent > f.min_exponent) & (x != 0), ulp / 2, ulp);
+  ulp = torch::where(towards_zero & (mantissa.abs() == 0.5) & (exponent > f.min_exponent) & (x != 0), ulp / 2, ulp);
   const auto y = torch::where(up, x + ulp, x - ulp);
   return torch::where(y.abs() > f.largest, y.sign() * std::numeric_limits<double>::infinity(), y);
+}
+
+// One direction per element of a tensor shaped `like`, up (true) or down, drawn from `rng` in order.
+torch::Tensor random_directions(SeededRng& rng, const torch::Tensor& like) {
+  auto up = torch::empty(like.sizes(), torch::kBool);
+  bool* u = up.data_ptr<bool>();
+  for (int64_t i = 0; i < up.numel(); ++i) u[i] = rng.next() & 1;
+  return up;
 }
 
 // A linear layer as the simulated arithmetic stores it: W [out, in] in the format, or for int8 the
@@ -160,12 +171,7 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
   m.product_inputs = arithmetic == Arithmetic::tf32 ? kTensorFloat32 : m.values;
   // One draw per stored value, in the order they are stored below: the probe's direction for each.
   SeededRng rng(m.rounding_probe);
-  auto draws = [&](const torch::Tensor& like) {
-    auto up = torch::empty(like.sizes(), torch::kBool);
-    bool* u = up.data_ptr<bool>();
-    for (int64_t i = 0; i < up.numel(); ++i) u[i] = rng.next() & 1;
-    return up;
-  };
+  auto draws = [&](const torch::Tensor& like) { return random_directions(rng, like); };
   auto stored = [&](const Param& p, const FloatFormat& f) {
     const auto x = rounded(to_torch(p, torch::kFloat64), f);
     return m.rounding_probe ? stepped(x, f, draws(x)) : x;
@@ -388,9 +394,7 @@ Trace Oracle::run_simulated(const Encoding& enc) const {
   auto norm = [&](const torch::Tensor& v, const torch::Tensor& g, const torch::Tensor& b) {
     const auto y = r(m.layer_norm(v, g, b));
     if (!probe) return y;
-    auto up = torch::empty(y.sizes(), torch::kBool);
-    for (int64_t i = 0; i < up.numel(); ++i) up.data_ptr<bool>()[i] = probe->next() & 1;
-    return stepped(y, m.values, up);
+    return stepped(y, m.values, random_directions(*probe, y));
   };
   const auto ids = torch::tensor(enc.ids, torch::kInt64);
   // As BertEmbeddings adds them: word + token type, then + position.

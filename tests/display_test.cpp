@@ -28,6 +28,11 @@ const StudyPlan& plan() {
   static const StudyPlan p = load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml");
   return p;
 }
+const Encoding& nurse() {
+  static const Encoding e = encode_sentence(BertTokenizer(bert_mini().vocab),
+                                            {"s", "The nurse handed the doctor the scissors.", 0}, 512, "test");
+  return e;
+}
 const std::filesystem::path& sentences_file() {
   static const std::filesystem::path f = test::source_dir() / "fixtures/sentences.yaml";
   return f;
@@ -50,8 +55,7 @@ TEST(Display, TheRuntimeShowsWhatTheTruthShowsOnEveryRow) {
 
 TEST(Display, ARowThatSinksWhereTheTruthDoesNotIsWrongUnderEveryLens) {
   const auto& ck = bert_mini();
-  const Encoding enc = encode_sentence(BertTokenizer(ck.vocab), {"s", "The nurse handed the doctor the scissors.", 0},
-                                       512, "test");
+  const Encoding& enc = nurse();
   Trace t = runtime::Encoder(ck.config, ck.weights).forward(enc);
   // Word 1 ("nurse", token 2) sends every head's whole row to [CLS], in every lens tensor.
   const size_t T = enc.ids.size(), query = 2;
@@ -125,8 +129,7 @@ TEST(Display, APlanWithoutADisplayBlockOrWithABadOneIsBadInput) {
 
 TEST(Display, ANonFiniteWeightMakesItsRowWrongAndTheReportsStillGetWritten) {
   const auto& ck = bert_mini();
-  const Encoding enc = encode_sentence(BertTokenizer(ck.vocab), {"s", "The nurse handed the doctor the scissors.", 0},
-                                       512, "test");
+  const Encoding& enc = nurse();
   Trace t = runtime::Encoder(ck.config, ck.weights).forward(enc);
   t.find("layer.2.lens.value_norm")->values[3 * enc.ids.size() + 4] = std::nan("");  // head 0, token 3 → token 4
   const auto dir = test::temp_dir("nan_row");
@@ -141,8 +144,7 @@ TEST(Display, ANonFiniteWeightMakesItsRowWrongAndTheReportsStillGetWritten) {
 
 TEST(Display, ATraceWithoutWordIdsOrPrecisionGetsTheTensorVerdictAsFp32) {
   const auto& ck = bert_mini();
-  const Encoding enc = encode_sentence(BertTokenizer(ck.vocab), {"s", "The nurse handed the doctor the scissors.", 0},
-                                       512, "test");
+  const Encoding& enc = nurse();
   Trace t = runtime::Encoder(ck.config, ck.weights).forward(enc);
   t.word_ids.clear();
   t.precision.clear();
