@@ -51,6 +51,17 @@ class Recorder {
   Record mode_;
 };
 
+// The buffers of a forward, kept by each thread from call to call: every element is written before
+// it is read, so none is cleared, and after the first forward of a length none pages in fresh
+// memory (zeroing and faulting in 16 MiB took 2-3 % of a T = 512 forward).
+enum class Buffer { x, q, k, v, heads, scores, context, attention, inter, out, fx, value_norm, transformed_norm, lens, count };
+float* scratch(Buffer which, size_t floats) {
+  thread_local std::vector<float> kept[static_cast<size_t>(Buffer::count)];
+  std::vector<float>& b = kept[static_cast<size_t>(which)];
+  if (b.size() < floats) b.resize(floats);
+  return b.data();
+}
+
 // Mutants only: the fault's own arithmetic, kept beside the seam rather than among the kernels.
 void softmax_columns(float* scores, size_t H, size_t T) {
   for (size_t h = 0; h < H; ++h)
@@ -118,7 +129,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
   Recorder rec(trace, record);
 
   // Embeddings: word + position + token type 0, then LayerNorm.
-  std::vector<float> x(T * D);
+  float* x = scratch(Buffer::x, T * D);
   const std::vector<float> no_type(D, 0.0f);
   const float* type0 = fault_ == Fault::token_type_dropped ? no_type.data()
                                                            : weights_.token_type_embeddings.values.data();
@@ -129,64 +140,70 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
     const float* pos = weights_.position_embeddings.values.data() + (tok + first_position) * D;
     for (size_t k = 0; k < D; ++k) x[tok * D + k] = word[k] + pos[k] + type0[k];
   }
-  layer_norm(x.data(), T, D, gamma(weights_.embeddings_ln_g),
+  layer_norm(x, T, D, gamma(weights_.embeddings_ln_g),
              weights_.embeddings_ln_b.values.data(), eps, workers);
-  rec("embeddings.output", {t, d}, x.data());
+  rec("embeddings.output", {t, d}, x);
 
-  std::vector<float> q(T * D), k(T * D), v(T * D), heads(H * T * Dh), scores(H * T * T),
-      context(T * D), attention(T * D), inter(T * I), out(T * D), fx(H * T * D), value_norm(H * T),
-      transformed_norm(H * T), lens(H * T * T);
+  float *q = scratch(Buffer::q, T * D), *k = scratch(Buffer::k, T * D), *v = scratch(Buffer::v, T * D),
+        *scores = scratch(Buffer::scores, H * T * T), *context = scratch(Buffer::context, T * D),
+        *attention = scratch(Buffer::attention, T * D), *inter = scratch(Buffer::inter, T * I),
+        *out = scratch(Buffer::out, T * D);
+  // What only the trace or the lenses read, taken only when the record mode keeps it.
+  float* heads = rec.mode() == Record::everything ? scratch(Buffer::heads, T * D) : nullptr;
+  const bool lenses = rec.mode() != Record::output;
+  float *fx = lenses ? scratch(Buffer::fx, H * T * D) : nullptr,
+        *value_norm = lenses ? scratch(Buffer::value_norm, H * T) : nullptr,
+        *transformed_norm = lenses ? scratch(Buffer::transformed_norm, H * T) : nullptr,
+        *lens = lenses ? scratch(Buffer::lens, H * T * T) : nullptr;
   const float scale = fault_ == Fault::drop_score_scale ? 1.0f : 1.0f / std::sqrt(static_cast<float>(Dh));
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     const LayerWeights& w = *L.w;
     const std::string p = "layer." + std::to_string(l) + ".";
 
-    linear(x.data(), T, L.query, w.query_b.values.data(), q.data(), workers);
-    linear(x.data(), T, L.key, w.key_b.values.data(), k.data(), workers);
-    linear(x.data(), T, L.value, w.value_b.values.data(), v.data(), workers);
-    if (fault_ == Fault::key_as_value) v = k;
+    linear(x, T, L.query, w.query_b.values.data(), q, workers);
+    linear(x, T, L.key, w.key_b.values.data(), k, workers);
+    linear(x, T, L.value, w.value_b.values.data(), v, workers);
+    if (fault_ == Fault::key_as_value) std::copy_n(k, T * D, v);
     if (fault_ == Fault::head_slice_off_by_one)
-      for (auto* m : {&q, &k, &v})
-        for (size_t tok = 0; tok < T; ++tok)
-          std::rotate(m->begin() + long(tok * D), m->begin() + long(tok * D + 1), m->begin() + long(tok * D + D));
+      for (float* m : {q, k, v})
+        for (size_t tok = 0; tok < T; ++tok) std::rotate(m + tok * D, m + tok * D + 1, m + tok * D + D);
     // [T, H*Dh] -> [H, T, Dh] for the trace: the per-head layout both implementations share.
-    for (const auto& [name, src] : {std::pair{"query", &q}, std::pair{"key", &k},
-                                    std::pair{"value", &v}}) {
+    for (const auto& [name, src] : {std::pair{"query", q}, std::pair{"key", k}, std::pair{"value", v}}) {
       if (rec.mode() != Record::everything) break;
       for (size_t hh = 0; hh < H; ++hh)
         for (size_t tok = 0; tok < T; ++tok)
           for (size_t e = 0; e < Dh; ++e)
-            heads[(hh * T + tok) * Dh + e] = (*src)[tok * D + hh * Dh + e];
-      rec(p + "attention." + name, {h, t, dh}, heads.data());
+            heads[(hh * T + tok) * Dh + e] = src[tok * D + hh * Dh + e];
+      rec(p + "attention." + name, {h, t, dh}, heads);
     }
 
-    attention_scores(q.data(), k.data(), T, H, Dh, scale, scores.data(), workers);
-    rec(p + "attention.scores", {h, t, t}, scores.data());
+    attention_scores(q, k, T, H, Dh, scale, scores, workers);
+    rec(p + "attention.scores", {h, t, t}, scores);
     if (fault_ == Fault::softmax_over_queries) {
-      softmax_columns(scores.data(), H, T);
+      softmax_columns(scores, H, T);
     } else if (fault_ == Fault::softmax_without_max) {
-      for (float& e : scores) e = std::exp(e);
-      normalise_rows(scores.data(), H * T, T);
+      for (size_t e = 0; e < H * T * T; ++e) scores[e] = std::exp(scores[e]);
+      normalise_rows(scores, H * T, T);
     } else {
-      softmax_rows(scores.data(), H * T, T, workers);
+      softmax_rows(scores, H * T, T, workers);
     }
     if (fault_ == Fault::last_layer_probs_scaled && l + 1 == layers_.size())
       for (size_t e = 0; e < T * T; ++e) scores[e] *= 1.0f + fault_delta_;
-    const std::vector<float>& probs = scores;
-    rec.shown(p + "attention.probs", {h, t, t}, probs.data());
+    const float* probs = scores;
+    rec.shown(p + "attention.probs", {h, t, t}, probs);
 
-    attend(probs.data(), v.data(), T, H, Dh, context.data(), workers);
-    rec(p + "attention.context", {t, d}, context.data());
+    attend(probs, v, T, H, Dh, context, workers);
+    rec(p + "attention.context", {t, d}, context);
 
-    linear(context.data(), T, L.attention_out, w.attention_out_b.values.data(), attention.data(), workers);
+    linear(context, T, L.attention_out, w.attention_out_b.values.data(), attention, workers);
     if (!(fault_ == Fault::attention_residual_skipped && l == 1))
       for (size_t e = 0; e < T * D; ++e) attention[e] += x[e];
-    layer_norm(attention.data(), T, D, gamma(w.attention_ln_g),
+    layer_norm(attention, T, D, gamma(w.attention_ln_g),
                w.attention_ln_b.values.data(), eps, workers);
-    rec(p + "attention.output", {t, d}, attention.data());
+    rec(p + "attention.output", {t, d}, attention);
 
-    if (rec.mode() != Record::output) {  // a plain forward computes no lens
+    if (lenses) {  // a plain forward computes no lens
       // Kobayashi et al. 2020: ||v|| and ||f(x)|| with f(x) = v W_O[h] (the head's rows of the
       // transposed output weight), b_O excluded; then the lenses weight attention by them.
       PackedWeight untransposed;  // Fault::transposed_output_slice reads W_O as if it were W_O^T
@@ -195,53 +212,53 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
       const PackedWeight& output_slices =
           fault_ == Fault::transposed_output_slice ? untransposed : L.attention_out;
       const float* f_bias = fault_ == Fault::transformed_norm_with_bias ? w.attention_out_b.values.data() : nullptr;
-      head_transform(v.data(), T, H, Dh, output_slices, f_bias, fx.data(), workers);
+      head_transform(v, T, H, Dh, output_slices, f_bias, fx, workers);
       std::vector<float> unbiased(Dh);
       for (size_t hh = 0; hh < H; ++hh)
         for (size_t tok = 0; tok < T; ++tok) {
-          const float* vh = v.data() + tok * D + hh * Dh;
+          const float* vh = v + tok * D + hh * Dh;
           value_norm[hh * T + tok] = l2_norm(vh, Dh);
-          transformed_norm[hh * T + tok] = l2_norm(fx.data() + (hh * T + tok) * D, D);
+          transformed_norm[hh * T + tok] = l2_norm(fx + (hh * T + tok) * D, D);
           switch (fault_) {
             case Fault::value_norm_without_bias:
               for (size_t e = 0; e < Dh; ++e) unbiased[e] = vh[e] - w.value_b.values[hh * Dh + e];
               value_norm[hh * T + tok] = l2_norm(unbiased.data(), Dh);
               break;
             case Fault::squared_value_norm: value_norm[hh * T + tok] *= value_norm[hh * T + tok]; break;
-            case Fault::value_norm_over_all_heads: value_norm[hh * T + tok] = l2_norm(v.data() + tok * D, D); break;
+            case Fault::value_norm_over_all_heads: value_norm[hh * T + tok] = l2_norm(v + tok * D, D); break;
             default: break;
           }
         }
-      rec.shown(p + "value_norm", {h, t}, value_norm.data());
-      rec.shown(p + "transformed_norm", {h, t}, transformed_norm.data());
-      weight_by_key(probs.data(), value_norm.data(), H, T, lens.data());
-      rec.shown(p + "lens.value_norm", {h, t, t}, lens.data());
-      weight_by_key(probs.data(), transformed_norm.data(), H, T, lens.data());
-      rec.shown(p + "lens.transformed_norm", {h, t, t}, lens.data());
+      rec.shown(p + "value_norm", {h, t}, value_norm);
+      rec.shown(p + "transformed_norm", {h, t}, transformed_norm);
+      weight_by_key(probs, value_norm, H, T, lens);
+      rec.shown(p + "lens.value_norm", {h, t, t}, lens);
+      weight_by_key(probs, transformed_norm, H, T, lens);
+      rec.shown(p + "lens.transformed_norm", {h, t, t}, lens);
       if (rec.mode() == Record::everything) {
-        summed_transformed_norm(probs.data(), fx.data(), H, T, D, lens.data());
-        rec(p + "lens.summed_transformed_norm", {t, t}, lens.data());
+        summed_transformed_norm(probs, fx, H, T, D, lens);
+        rec(p + "lens.summed_transformed_norm", {t, t}, lens);
       }
     }
 
-    linear(attention.data(), T, L.intermediate, w.intermediate_b.values.data(), inter.data(), workers);
+    linear(attention, T, L.intermediate, w.intermediate_b.values.data(), inter, workers);
     switch (fault_ == Fault::gelu_tanh_approximation ? Activation::gelu_tanh : config_.activation()) {
-      case Activation::gelu_erf: gelu_erf(inter.data(), T * I, workers); break;
-      case Activation::gelu_tanh: gelu_tanh(inter.data(), T * I, workers); break;
-      case Activation::relu: relu(inter.data(), T * I); break;
+      case Activation::gelu_erf: gelu_erf(inter, T * I, workers); break;
+      case Activation::gelu_tanh: gelu_tanh(inter, T * I, workers); break;
+      case Activation::relu: relu(inter, T * I); break;
     }
-    rec(p + "intermediate", {t, i_}, inter.data());
+    rec(p + "intermediate", {t, i_}, inter);
     if (fault_ == Fault::half_precision_ffn_output)
-      linear_half_accumulate(inter.data(), T, I, w.output_w.values.data(), w.output_b.values.data(), D, out.data());
+      linear_half_accumulate(inter, T, I, w.output_w.values.data(), w.output_b.values.data(), D, out);
     else
-      linear(inter.data(), T, L.output, w.output_b.values.data(), out.data(), workers);
+      linear(inter, T, L.output, w.output_b.values.data(), out, workers);
     for (size_t e = 0; e < T * D; ++e) out[e] += attention[e];
-    layer_norm(out.data(), T, D, gamma(w.output_ln_g), w.output_ln_b.values.data(), eps, workers);
+    layer_norm(out, T, D, gamma(w.output_ln_g), w.output_ln_b.values.data(), eps, workers);
     if (l + 1 == layers_.size())
-      rec.last(p + "output", {t, d}, out.data());
+      rec.last(p + "output", {t, d}, out);
     else
-      rec(p + "output", {t, d}, out.data());
-    x.swap(out);
+      rec(p + "output", {t, d}, out);
+    std::swap(x, out);
   }
   return trace;
 }

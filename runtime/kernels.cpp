@@ -129,9 +129,9 @@ struct Baseline {
 // One output tile: R rows × P panels. Panel q's row i is b[q][i * kPanel ...]; init[q] its kPanel
 // starting values, or, where init is null, the sums so far are c's (a block of inputs after the
 // first: a float stored and loaded back is the same float, so blocking moves no bit); width[q] its
-// real columns (the last panel may be partial), c[q] its output.
+// real columns (the last panel may be partial: Full says none is), c[q] its output.
 // If `prefetch` is set, the next tile's panels (laid out as b's) are fetched into L2 on the way.
-template <class Isa, size_t R, size_t P>
+template <class Isa, size_t R, size_t P, bool Full>
 LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* const* b,
                            const float* const* init, float scale, float* const* c, size_t ldc,
                            const size_t* width, const float* const* prefetch) {
@@ -141,8 +141,8 @@ LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* c
   for (size_t r = 0; r < R; ++r)
     for (size_t q = 0; q < P; ++q) {
       float sums[kPanel] = {};
-      const float* from = init ? init[q] : width[q] == kPanel ? c[q] + r * ldc : sums;
-      if (from == sums) std::copy_n(c[q] + r * ldc, width[q], sums);
+      const float* from = init ? init[q] : Full || width[q] == kPanel ? c[q] + r * ldc : sums;
+      if (!Full && from == sums) std::copy_n(c[q] + r * ldc, width[q], sums);
       for (size_t v = 0; v < V; ++v) acc[r][q][v] = load<Vec>(from + lanes * v);
     }
   for (size_t i = 0; i < in; ++i) {
@@ -159,23 +159,26 @@ LENSCHECK_INLINE void tile(const float* a, size_t lda, size_t in, const float* c
   }
   for (size_t r = 0; r < R; ++r)
     for (size_t q = 0; q < P; ++q) {
+      if (Full || width[q] == kPanel) {
+        for (size_t v = 0; v < V; ++v) store(c[q] + r * ldc + lanes * v, acc[r][q][v] * scale);
+        continue;
+      }
       float out[kPanel];
-      float* dst = width[q] == kPanel ? c[q] + r * ldc : out;
-      for (size_t v = 0; v < V; ++v) store(dst + lanes * v, acc[r][q][v] * scale);
-      if (dst == out) std::copy_n(out, width[q], c[q] + r * ldc);
+      for (size_t v = 0; v < V; ++v) store(out + lanes * v, acc[r][q][v] * scale);
+      std::copy_n(out, width[q], c[q] + r * ldc);
     }
 }
 
 // The last rows % Rows rows of a run of panels, R or fewer of them.
-template <class Isa, size_t R, size_t P>
+template <class Isa, size_t R, size_t P, bool Full>
 LENSCHECK_INLINE void remainder_tile(size_t rows, const float* a, size_t lda, size_t in, const float* const* b,
                                      const float* const* init, float scale, float* const* c, size_t ldc,
                                      const size_t* width) {
   if constexpr (R > 0) {
     if (rows == R)
-      tile<Isa, R, P>(a, lda, in, b, init, scale, c, ldc, width, nullptr);
+      tile<Isa, R, P, Full>(a, lda, in, b, init, scale, c, ldc, width, nullptr);
     else
-      remainder_tile<Isa, R - 1, P>(rows, a, lda, in, b, init, scale, c, ldc, width);
+      remainder_tile<Isa, R - 1, P, Full>(rows, a, lda, in, b, init, scale, c, ldc, width);
   }
 }
 
@@ -225,7 +228,7 @@ struct Product {
 constexpr size_t kBlock = 256;
 
 // Panels [first, first + P) of the product, every row, in blocks of kBlock inputs.
-template <class Isa, size_t P>
+template <class Isa, size_t P, bool Full>
 LENSCHECK_INLINE void multiply_panels(const Product& m, size_t first, bool prefetch_next) {
   constexpr size_t Rows = Isa::rows;
   float init[P][kPanel];
@@ -259,11 +262,11 @@ LENSCHECK_INLINE void multiply_panels(const Product& m, size_t first, bool prefe
     float* cr[P];
     for (; r + Rows <= m.rows; r += Rows) {
       for (size_t q = 0; q < P; ++q) cr[q] = c[q] + r * m.ldc;
-      tile<Isa, Rows, P>(m.a + r * m.lda + i0, m.lda, in, bi, starts, scale, cr, m.ldc, width,
+      tile<Isa, Rows, P, Full>(m.a + r * m.lda + i0, m.lda, in, bi, starts, scale, cr, m.ldc, width,
                          r == 0 && prefetch ? ahead : nullptr);
     }
     for (size_t q = 0; q < P; ++q) cr[q] = c[q] + r * m.ldc;
-    remainder_tile<Isa, Rows - 1, P>(m.rows - r, m.a + r * m.lda + i0, m.lda, in, bi, starts, scale, cr,
+    remainder_tile<Isa, Rows - 1, P, Full>(m.rows - r, m.a + r * m.lda + i0, m.lda, in, bi, starts, scale, cr,
                                      m.ldc, width);
   }
 }
@@ -280,10 +283,15 @@ LENSCHECK_INLINE void multiply_tiled(const Product& m, size_t first_run, size_t 
   const size_t count = (m.out + kPanel - 1) / kPanel;
   for (size_t run = first_run; run < end_run; ++run) {
     const size_t p = run * Isa::panels;
-    if (p + Isa::panels <= count)
-      multiply_panels<Isa, Isa::panels>(m, p, p + 2 * Isa::panels <= count);
-    else if constexpr (Isa::panels > 1)
-      multiply_panels<Isa, 1>(m, p, false);
+    const bool full = (p + Isa::panels) * kPanel <= m.out;  // no partial panel in this run
+    if (p + Isa::panels <= count) {
+      if (full)
+        multiply_panels<Isa, Isa::panels, true>(m, p, p + 2 * Isa::panels <= count);
+      else
+        multiply_panels<Isa, Isa::panels, false>(m, p, false);
+    } else if constexpr (Isa::panels > 1) {
+      multiply_panels<Isa, 1, false>(m, p, false);
+    }
   }
 }
 
@@ -355,30 +363,6 @@ LENSCHECK_INLINE double sum_of_products(const float* x, const float* y, size_t n
   size_t i = 0;
   for (; i + 4 <= n; i += 4) s += (widen(x + i) - cv) * (widen(y + i) - cv);
   for (; i < n; ++i) s[i % 4] += (static_cast<double>(x[i]) - c) * (static_cast<double>(y[i]) - c);
-  return lane_total(s);
-}
-
-// The largest of n >= 1 values; max is exact, so the lanes change nothing.
-LENSCHECK_INLINE float max_of(const float* x, size_t n) {
-  float max = x[0];
-  size_t i = 0;
-  if (n >= 8) {
-    f8 m = load<f8>(x);
-    for (i = 8; i + 8 <= n; i += 8) {
-      const f8 v = load<f8>(x + i);
-      m = v > m ? v : m;
-    }
-    for (size_t j = 0; j < 8; ++j) max = m[j] > max ? m[j] : max;
-  }
-  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
-  return max;
-}
-
-LENSCHECK_INLINE double sum_of(const float* x, size_t n) {
-  d4 s = {};
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) s += widen(x + i);
-  for (; i < n; ++i) s[i % 4] += static_cast<double>(x[i]);
   return lane_total(s);
 }
 
@@ -496,14 +480,6 @@ struct GeluTanh {
   }
 };
 
-// e^(x - shift), for softmax.
-template <class Isa>
-struct ExpShifted {
-  double shift;
-  template <class D>
-  LENSCHECK_INLINE D operator()(const D& x) const { return exp_lanes<Isa>(x - shift); }
-};
-
 // Applies f to n floats in place, lanes_of<D> at a time, computed in double and rounded once; the
 // tail goes through f padded with `pad`, so every element sees the same arithmetic wherever it sits.
 template <class D, class F>
@@ -519,40 +495,165 @@ LENSCHECK_INLINE void map_in_place(float* x, size_t n, float pad, F f) {
   std::copy(tail, tail + (n - i), x + i);
 }
 
-// An element-wise pass: GELU (erf or tanh), or e^(x - shift) for softmax.
+// Terms of the sums below: the value itself, its squared distance from m, e^(value - shift).
+struct Plus {
+  template <class D>
+  LENSCHECK_INLINE D operator()(const D& v, const D& sum) const { return sum + v; }
+};
+template <class Isa>
+struct SquaredDistance {
+  double m;
+  template <class D>
+  LENSCHECK_INLINE D operator()(const D& v, const D& sum) const { return Isa::fma(v - m, v - m, sum); }
+};
+template <class Isa>
+struct ExpShifted {
+  double shift;
+  template <class D>
+  LENSCHECK_INLINE D operator()(const D& x) const { return exp_lanes<Isa>(x - shift); }
+};
+
+// Sums in double over eight lanes: lane j adds the terms i ≡ j (mod 8) in ascending i, then
+// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). One order at every width (one AVX-512 vector
+// of lanes, two of AVX2 or the baseline), and eight chains where one would wait on every add.
+template <class D>
+struct EightLanes {
+  static constexpr size_t lanes = lanes_of<D>, parts = 8 / lanes;
+  D part[parts] = {};
+  // Adds term(widen(x + 8k + lanes p)) to part p, for the floats x[0, 8).
+  template <class Term>
+  LENSCHECK_INLINE void add(const float* x, Term term) {
+    for (size_t p = 0; p < parts; ++p) part[p] = term(widen<D>(x + lanes * p), part[p]);
+  }
+  // The same for the last n < 8 floats of a row, lane by lane.
+  template <class Term>
+  LENSCHECK_INLINE void add_tail(const float* x, size_t n, Term term) {
+    float pad[8] = {};
+    std::copy_n(x, n, pad);
+    for (size_t p = 0; p < parts; ++p) {
+      const D sum = term(widen<D>(pad + lanes * p), part[p]);
+      for (size_t j = 0; j < lanes; ++j)
+        if (lanes * p + j < n) part[p][j] = sum[j];
+    }
+  }
+  LENSCHECK_INLINE double total() const {
+    double l[8];
+    for (size_t p = 0; p < parts; ++p)
+      for (size_t j = 0; j < lanes; ++j) l[lanes * p + j] = part[p][j];
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  }
+};
+
+// The largest of n >= 1 values; max is exact, so the lanes change nothing.
+template <class Isa>
+LENSCHECK_INLINE float max_of(const float* x, size_t n) {
+  using Vec = typename Isa::Vec;
+  constexpr size_t lanes = sizeof(Vec) / sizeof(float);
+  float max = x[0];
+  size_t i = 0;
+  if (n >= lanes) {
+    Vec m = load<Vec>(x);
+    for (i = lanes; i + lanes <= n; i += lanes) {
+      const Vec v = load<Vec>(x + i);
+      m = v > m ? v : m;
+    }
+    for (size_t j = 0; j < lanes; ++j) max = m[j] > max ? m[j] : max;
+  }
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  return max;
+}
+
+// A row of n scores in place: e^(x - max) in double, rounded once to float, their sum (of the
+// rounded values) in double in eight lanes and rounded once, then every value divided by it.
+template <class Isa>
+LENSCHECK_INLINE void softmax_row(float* x, size_t n) {
+  using D = typename Isa::Doubles;
+  using Vec = typename Isa::Vec;
+  constexpr size_t lanes = lanes_of<D>, floats = sizeof(Vec) / sizeof(float);
+  const float max = max_of<Isa>(x, n);
+  const ExpShifted<Isa> exp{max};
+  EightLanes<D> sum;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (size_t p = 0; p < 8 / lanes; ++p) narrow(x + i + lanes * p, exp(widen<D>(x + i + lanes * p)));
+    sum.add(x + i, Plus{});
+  }
+  if (i < n) {
+    map_in_place<D>(x + i, n - i, max, exp);
+    sum.add_tail(x + i, n - i, Plus{});
+  }
+  const float total = static_cast<float>(sum.total());
+  const Vec divisor = Vec{} + total;
+  for (i = 0; i + floats <= n; i += floats) store(x + i, load<Vec>(x + i) / divisor);
+  for (; i < n; ++i) x[i] /= total;
+}
+
+// A row of `dim` values in place: mean and variance in double in eight lanes, (x - mean) / sd in
+// double rounded once to float, then times gamma plus beta in float.
+template <class Isa>
+LENSCHECK_INLINE void layer_norm_row(float* x, size_t dim, const float* gamma, const float* beta, float eps) {
+  using D = typename Isa::Doubles;
+  using F = typename FloatsOf<D>::type;
+  constexpr size_t lanes = lanes_of<D>;
+  EightLanes<D> sum, squares;
+  size_t i = 0;
+  for (; i + 8 <= dim; i += 8) sum.add(x + i, Plus{});
+  if (i < dim) sum.add_tail(x + i, dim - i, Plus{});
+  const double mean = sum.total() / static_cast<double>(dim);
+  const D m = splat<D>(mean);
+  const SquaredDistance<Isa> square{mean};
+  for (i = 0; i + 8 <= dim; i += 8) squares.add(x + i, square);
+  if (i < dim) squares.add_tail(x + i, dim - i, square);
+  const double inv = 1.0 / std::sqrt(squares.total() / static_cast<double>(dim) + static_cast<double>(eps));
+  for (i = 0; i + lanes <= dim; i += lanes) {
+    const F y = __builtin_convertvector((widen<D>(x + i) - m) * inv, F);
+    store(x + i, y * load<F>(gamma + i) + load<F>(beta + i));
+  }
+  for (; i < dim; ++i) x[i] = static_cast<float>((x[i] - mean) * inv) * gamma[i] + beta[i];
+}
+
+// A pass over rows of `cols` floats: GELU (erf or tanh) of every value, or a softmax or a
+// LayerNorm of every row.
 struct Elementwise {
-  enum { gelu_erf, gelu_tanh, exp_shifted } function;
-  float shift = 0;
+  enum { gelu_erf, gelu_tanh, softmax, layer_norm } function;
+  const float* gamma = nullptr;  // LayerNorm's
+  const float* beta = nullptr;
+  float eps = 0;
 };
 
 template <class Isa>
-LENSCHECK_INLINE void map_lanes(Elementwise e, float* x, size_t n) {
+LENSCHECK_INLINE void map_lanes(Elementwise e, float* x, size_t rows, size_t cols) {
   using D = typename Isa::Doubles;
   switch (e.function) {
-    case Elementwise::gelu_erf: return map_in_place<D>(x, n, 0.0f, GeluErf<Isa>{});
-    case Elementwise::gelu_tanh: return map_in_place<D>(x, n, 0.0f, GeluTanh<Isa>{});
-    case Elementwise::exp_shifted: return map_in_place<D>(x, n, e.shift, ExpShifted<Isa>{e.shift});
+    case Elementwise::gelu_erf: return map_in_place<D>(x, rows * cols, 0.0f, GeluErf<Isa>{});
+    case Elementwise::gelu_tanh: return map_in_place<D>(x, rows * cols, 0.0f, GeluTanh<Isa>{});
+    case Elementwise::softmax:
+      for (size_t r = 0; r < rows; ++r) softmax_row<Isa>(x + r * cols, cols);
+      return;
+    case Elementwise::layer_norm:
+      for (size_t r = 0; r < rows; ++r) layer_norm_row<Isa>(x + r * cols, cols, e.gamma, e.beta, e.eps);
+      return;
   }
 }
 
-// Four doubles at a time, or eight with AVX-512; lanes never meet, so both widths give the same
-// bits. Compiled once per instruction set, as multiply() is.
+// Four doubles at a time, or eight with AVX-512; lanes never meet but in the fixed eight-lane sums,
+// so every width gives the same bits. Compiled once per instruction set, as multiply() is.
 #if defined(__x86_64__)
-[[gnu::target("avx512f")]] void map_avx512(Elementwise e, float* x, size_t n) { map_lanes<Avx512>(e, x, n); }
-[[gnu::target("avx2,fma")]] void map_avx2(Elementwise e, float* x, size_t n) { map_lanes<Avx2>(e, x, n); }
+[[gnu::target("avx512f")]] void map_avx512(Elementwise e, float* x, size_t rows, size_t cols) { map_lanes<Avx512>(e, x, rows, cols); }
+[[gnu::target("avx2,fma")]] void map_avx2(Elementwise e, float* x, size_t rows, size_t cols) { map_lanes<Avx2>(e, x, rows, cols); }
 #endif
-void map_baseline(Elementwise e, float* x, size_t n) { map_lanes<Baseline>(e, x, n); }
+void map_baseline(Elementwise e, float* x, size_t rows, size_t cols) { map_lanes<Baseline>(e, x, rows, cols); }
 
-void map(Elementwise e, float* x, size_t n) {
+void map(Elementwise e, float* x, size_t rows, size_t cols) {
   switch (instruction_set()) {
 #if defined(__x86_64__)
-    case InstructionSet::avx512: return map_avx512(e, x, n);
-    case InstructionSet::avx2: return map_avx2(e, x, n);
+    case InstructionSet::avx512: return map_avx512(e, x, rows, cols);
+    case InstructionSet::avx2: return map_avx2(e, x, rows, cols);
 #else
     case InstructionSet::avx512:
     case InstructionSet::avx2:
 #endif
-    case InstructionSet::baseline: return map_baseline(e, x, n);
+    case InstructionSet::baseline: return map_baseline(e, x, rows, cols);
   }
 }
 
@@ -706,52 +807,26 @@ void summed_transformed_norm(const float* probs, const float* fx, size_t H, size
   }
 }
 
-namespace {
-
-LENSCHECK_KERNEL
-void layer_norm_rows(float* x, size_t first, size_t end, size_t dim, const float* gamma,
-                     const float* beta, float eps) {
-  for (size_t r = first; r < end; ++r) {
-    float* xr = x + r * dim;
-    const double mean = sum_of(xr, dim) / static_cast<double>(dim);
-    const double var = sum_of_products(xr, xr, dim, mean) / static_cast<double>(dim);
-    const double inv = 1.0 / std::sqrt(var + static_cast<double>(eps));
-    for (size_t i = 0; i < dim; ++i)
-      xr[i] = static_cast<float>((xr[i] - mean) * inv) * gamma[i] + beta[i];
-  }
-}
-
-LENSCHECK_KERNEL
-void softmax_of_rows(float* x, size_t first, size_t end, size_t cols) {
-  for (size_t r = first; r < end; ++r) {
-    float* xr = x + r * cols;
-    const float max = max_of(xr, cols);
-    map({Elementwise::exp_shifted, max}, xr, cols);
-    const float total = static_cast<float>(sum_of(xr, cols));
-    for (size_t c = 0; c < cols; ++c) xr[c] /= total;
-  }
-}
-
-}  // namespace
-
 void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const float* beta, float eps,
                 const Workers& workers) {
-  in_blocks(workers, rows, 1, [&](size_t first, size_t end) { layer_norm_rows(x, first, end, dim, gamma, beta, eps); });
+  in_blocks(workers, rows, 1, [&](size_t first, size_t end) {
+    map({Elementwise::layer_norm, gamma, beta, eps}, x + first * dim, end - first, dim);
+  });
 }
 
 void softmax_rows(float* x, size_t rows, size_t cols, const Workers& workers) {
-  in_blocks(workers, rows, 1, [&](size_t first, size_t end) { softmax_of_rows(x, first, end, cols); });
+  in_blocks(workers, rows, 1, [&](size_t first, size_t end) { map({Elementwise::softmax}, x + first * cols, end - first, cols); });
 }
 
 // Blocks of whole vectors: each element's value does not depend on where it sits anyway.
 constexpr size_t kMapGrain = 64;
 
 void gelu_erf(float* x, size_t n, const Workers& workers) {
-  in_blocks(workers, n, kMapGrain, [&](size_t first, size_t end) { map({Elementwise::gelu_erf}, x + first, end - first); });
+  in_blocks(workers, n, kMapGrain, [&](size_t first, size_t end) { map({Elementwise::gelu_erf}, x + first, 1, end - first); });
 }
 
 void gelu_tanh(float* x, size_t n, const Workers& workers) {
-  in_blocks(workers, n, kMapGrain, [&](size_t first, size_t end) { map({Elementwise::gelu_tanh}, x + first, end - first); });
+  in_blocks(workers, n, kMapGrain, [&](size_t first, size_t end) { map({Elementwise::gelu_tanh}, x + first, 1, end - first); });
 }
 
 LENSCHECK_KERNEL
