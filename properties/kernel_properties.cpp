@@ -134,6 +134,32 @@ RC_GTEST_PROP(Kernels, AttentionScoresAndContextAreThePlainLoopsBitForBit, ()) {
   });
 }
 
+// Up to 200 queries: one, two and three blocks of the fused kernel, and partial ones.
+RC_GTEST_PROP(Kernels, FusedAttentionIsScoresSoftmaxContextInTurnBitForBit, ()) {
+  const auto T = size_t(*rc::gen::inRange(1, 201)), H = size_t(*rc::gen::inRange(1, 4)),
+             Dh = size_t(*rc::gen::inRange(1, 20));
+  const auto seed = *rc::gen::arbitrary<uint32_t>();
+  const size_t D = H * Dh;
+  const std::vector<float> q = spread_values(T * D, seed), k = spread_values(T * D, seed + 1),
+                           v = spread_values(T * D, seed + 2);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+  std::vector<float> scores(H * T * T), probs(H * T * T), context(T * D);
+  attention_scores(q.data(), k.data(), T, H, Dh, scale, scores.data());
+  probs = scores;
+  softmax_rows(probs.data(), H * T, T);
+  attend(probs.data(), v.data(), T, H, Dh, context.data());
+  on_every_instruction_set([&] {
+    std::vector<float> fused_raw(H * T * T), fused_probs(H * T * T), fused_context(T * D), plain_context(T * D);
+    attention(q.data(), k.data(), v.data(), T, H, Dh, scale, fused_probs.data(), fused_raw.data(),
+              fused_context.data(), three_threads());
+    RC_ASSERT(same_bits(fused_raw, scores));
+    RC_ASSERT(same_bits(fused_probs, probs));
+    RC_ASSERT(same_bits(fused_context, context));
+    attention(q.data(), k.data(), v.data(), T, H, Dh, scale, nullptr, nullptr, plain_context.data(), one_thread());
+    RC_ASSERT(same_bits(plain_context, context));
+  });
+}
+
 // GELU's inputs: mostly where erf's two branches meet (|x| around 2 sqrt 2), some far out, and
 // now and then a NaN or an infinity, which sends its whole vector down the erfc branch.
 std::vector<float> gelu_inputs(size_t n, uint32_t seed) {

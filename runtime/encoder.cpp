@@ -54,7 +54,7 @@ class Recorder {
 // The buffers of a forward, kept by each thread from call to call: every element is written before
 // it is read, so none is cleared, and after the first forward of a length none pages in fresh
 // memory (zeroing and faulting in 16 MiB took 2-3 % of a T = 512 forward).
-enum class Buffer { x, q, k, v, heads, scores, context, attention, inter, out, fx, value_norm, transformed_norm, lens, count };
+enum class Buffer { x, q, k, v, heads, scores, probs, context, attention, inter, out, fx, value_norm, transformed_norm, lens, count };
 float* scratch(Buffer which, size_t floats) {
   thread_local std::vector<float> kept[static_cast<size_t>(Buffer::count)];
   std::vector<float>& b = kept[static_cast<size_t>(which)];
@@ -145,11 +145,12 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
   rec("embeddings.output", {t, d}, x);
 
   float *q = scratch(Buffer::q, T * D), *k = scratch(Buffer::k, T * D), *v = scratch(Buffer::v, T * D),
-        *scores = scratch(Buffer::scores, H * T * T), *context = scratch(Buffer::context, T * D),
+        *probs_kept = scratch(Buffer::probs, H * T * T), *context = scratch(Buffer::context, T * D),
         *attention = scratch(Buffer::attention, T * D), *inter = scratch(Buffer::inter, T * I),
         *out = scratch(Buffer::out, T * D);
   // What only the trace or the lenses read, taken only when the record mode keeps it.
   float* heads = rec.mode() == Record::everything ? scratch(Buffer::heads, T * D) : nullptr;
+  float* scores = rec.mode() == Record::everything ? scratch(Buffer::scores, H * T * T) : nullptr;
   const bool lenses = rec.mode() != Record::output;
   float *fx = lenses ? scratch(Buffer::fx, H * T * D) : nullptr,
         *value_norm = lenses ? scratch(Buffer::value_norm, H * T) : nullptr,
@@ -178,22 +179,29 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
       rec(p + "attention." + name, {h, t, dh}, heads);
     }
 
-    attention_scores(q, k, T, H, Dh, scale, scores, workers);
-    rec(p + "attention.scores", {h, t, t}, scores);
-    if (fault_ == Fault::softmax_over_queries) {
-      softmax_columns(scores, H, T);
-    } else if (fault_ == Fault::softmax_without_max) {
-      for (size_t e = 0; e < H * T * T; ++e) scores[e] = std::exp(scores[e]);
-      normalise_rows(scores, H * T, T);
+    // Faults that act between the scores and the context take the three kernels in turn; the
+    // shipped forward takes them fused, a block of queries at a time.
+    const bool fault_in_softmax = fault_ == Fault::softmax_over_queries || fault_ == Fault::softmax_without_max ||
+                                  (fault_ == Fault::last_layer_probs_scaled && l + 1 == layers_.size());
+    float* probs = rec.mode() == Record::output && !fault_in_softmax ? nullptr : probs_kept;
+    if (!fault_in_softmax) {
+      runtime::attention(q, k, v, T, H, Dh, scale, probs, scores, context, workers);  // the local `attention` is a buffer
+      rec(p + "attention.scores", {h, t, t}, scores);
     } else {
-      softmax_rows(scores, H * T, T, workers);
+      attention_scores(q, k, T, H, Dh, scale, probs, workers);
+      rec(p + "attention.scores", {h, t, t}, probs);
+      if (fault_ == Fault::softmax_over_queries) {
+        softmax_columns(probs, H, T);
+      } else if (fault_ == Fault::softmax_without_max) {
+        for (size_t e = 0; e < H * T * T; ++e) probs[e] = std::exp(probs[e]);
+        normalise_rows(probs, H * T, T);
+      } else {
+        softmax_rows(probs, H * T, T, workers);
+        for (size_t e = 0; e < T * T; ++e) probs[e] *= 1.0f + fault_delta_;
+      }
+      attend(probs, v, T, H, Dh, context, workers);
     }
-    if (fault_ == Fault::last_layer_probs_scaled && l + 1 == layers_.size())
-      for (size_t e = 0; e < T * T; ++e) scores[e] *= 1.0f + fault_delta_;
-    const float* probs = scores;
-    rec.shown(p + "attention.probs", {h, t, t}, probs);
-
-    attend(probs, v, T, H, Dh, context, workers);
+    if (probs) rec.shown(p + "attention.probs", {h, t, t}, probs);
     rec(p + "attention.context", {t, d}, context);
 
     linear(context, T, L.attention_out, w.attention_out_b.values.data(), attention, workers);

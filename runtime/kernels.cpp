@@ -764,6 +764,42 @@ void attend(const float* probs, const float* v, size_t T, size_t H, size_t Dh, f
   });
 }
 
+// Queries per block of attention(): a multiple of every tile's rows (8, 6 and 4), whose scores at
+// T = 512 (192 KiB) stay in L2 with the head's panels of K and V (128 KiB each), where the scores
+// of a whole head (1 MiB) would go out to L3 between the product, the softmax and the context.
+constexpr size_t kQueryBlock = 96;
+
+void attention(const float* q, const float* k, const float* v, size_t T, size_t H, size_t Dh, float scale,
+               float* probs, float* raw_scores, float* context, const Workers& workers) {
+  const size_t D = H * Dh, key_floats = packed_size(Dh, T), value_floats = packed_size(T, Dh);
+  // Every head's K and V in panels, packed once by the calling thread's workers.
+  thread_local std::vector<float> panels;
+  panels.resize(std::max(panels.size(), H * (key_floats + value_floats)));
+  float* const keys = panels.data();
+  float* const values = keys + H * key_floats;
+  workers.run(2 * H, [&](size_t part) {
+    const size_t h = part / 2;
+    if (part % 2 == 0)
+      pack_panels({k + h * Dh, 1, D}, Dh, T, keys + h * key_floats);
+    else
+      pack_panels({v + h * Dh, D, 1}, T, Dh, values + h * value_floats);
+  });
+  const size_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
+  workers.run(H * blocks, [&](size_t part) {
+    const size_t h = part / blocks, a0 = part % blocks * kQueryBlock, rows = std::min(kQueryBlock, T - a0);
+    thread_local std::vector<float> block;  // the block's probabilities, where probs is null
+    if (!probs) block.resize(std::max(block.size(), rows * T));
+    float* const p = probs ? probs + (h * T + a0) * T : block.data();
+    const Product scores{q + a0 * D + h * Dh, D, rows, Dh, keys + h * key_floats, Dh * kPanel, T, nullptr, scale, p, T};
+    multiply_runs(scores, 0, runs_of(scores));
+    if (raw_scores) std::copy_n(p, rows * T, raw_scores + (h * T + a0) * T);
+    map({Elementwise::softmax}, p, rows, T);
+    const Product attended{p, T, rows, T, values + h * value_floats, T * kPanel, Dh, nullptr, 1.0f,
+                           context + a0 * D + h * Dh, D};
+    multiply_runs(attended, 0, runs_of(attended));
+  });
+}
+
 LENSCHECK_KERNEL
 void weight_by_key(const float* probs, const float* key_weight, size_t H, size_t T, float* out) {
   for (size_t h = 0; h < H; ++h)

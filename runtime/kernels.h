@@ -50,6 +50,13 @@ void attention_scores(const float* q, const float* k, size_t T, size_t H, size_t
 // context[a, h] = sum_b probs[h, a, b] * v[b, h], over [T, H*Dh] activations.
 void attend(const float* probs, const float* v, size_t T, size_t H, size_t Dh, float* context,
             const Workers& workers = one_thread());
+// Both of the above with softmax_rows between them, a block of queries at a time, so that a
+// block's scores stay in cache from their product through the softmax to the context: the same
+// bits as attention_scores, softmax_rows and attend in turn. probs [H, T, T] receives the
+// probabilities, or, where null (a plain forward), each block's live in scratch only; raw_scores,
+// where not null, receives the scores before the softmax.
+void attention(const float* q, const float* k, const float* v, size_t T, size_t H, size_t Dh, float scale,
+               float* probs, float* raw_scores, float* context, const Workers& workers = one_thread());
 // out[h, a, b] = probs[h, a, b] * key_weight[h, b]: the one lens computation (runtime/lens.h).
 void weight_by_key(const float* probs, const float* key_weight, size_t H, size_t T, float* out);
 // out[a, b] = || sum_h probs[h, a, b] * fx[h, b] ||, with fx the [H, T, D] transformed values:
