@@ -392,8 +392,9 @@ constexpr std::array<double, 13> kExpTaylor = [] {
 // Element-wise functions run on four or eight lanes (map() below); polynomials by Estrin's scheme,
 // whose independent halves keep the pipelines busy where Horner's rule would wait on each
 // multiply-add in turn.
-// Halves ANDed together down to one 128-bit vector: a few vector operations, where taking out
-// every lane cost some 15 instructions per vector of GELU arguments.
+
+// Whether a comparison held in every lane: the halves ANDed down to 128 bits first, a few vector
+// operations where taking every lane out cost some 15 instructions per 8 GELU arguments.
 template <class M>
 LENSCHECK_INLINE bool all_lanes(const M& mask) {
   if constexpr (sizeof(M) > 16) {
@@ -402,7 +403,9 @@ LENSCHECK_INLINE bool all_lanes(const M& mask) {
                high = load<Half>(reinterpret_cast<const char*>(&mask) + sizeof(Half));
     return all_lanes(low & high);
   } else {
-    return (mask[0] & mask[1]) != 0;
+    auto all = mask[0];
+    for (size_t j = 1; j < sizeof(M) / sizeof(all); ++j) all &= mask[j];
+    return all != 0;
   }
 }
 
