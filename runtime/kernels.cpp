@@ -70,15 +70,14 @@ using mask_of = decltype(D{} < D{});
 template <class D = d4>
 LENSCHECK_INLINE D splat(double x) { return D{} + x; }
 template <class D = d4>
-LENSCHECK_INLINE D doubles_of(const typename FloatsOf<D>::type& f) {
+LENSCHECK_INLINE D widen(const float* p) {
+  const auto floats = load<typename FloatsOf<D>::type>(p);
 #if defined(__x86_64__)
   // One instruction: GCC 12 converts 8 floats to 8 doubles in two halves and an insert.
-  if constexpr (sizeof(D) == 64) return __builtin_ia32_cvtps2pd512_mask(f, D{}, -1, 4);
+  if constexpr (sizeof(D) == 64) return __builtin_ia32_cvtps2pd512_mask(floats, D{}, -1, 4);
 #endif
-  return __builtin_convertvector(f, D);
+  return __builtin_convertvector(floats, D);
 }
-template <class D = d4>
-LENSCHECK_INLINE D widen(const float* p) { return doubles_of<D>(load<typename FloatsOf<D>::type>(p)); }
 template <class D>
 LENSCHECK_INLINE void narrow(float* p, const D& v) { store(p, __builtin_convertvector(v, typename FloatsOf<D>::type)); }
 LENSCHECK_INLINE double lane_total(const d4& s) { return (s[0] + s[1]) + (s[2] + s[3]); }
@@ -389,10 +388,6 @@ constexpr std::array<double, 13> kExpTaylor = [] {
   return c;
 }();
 
-// Element-wise functions run on four or eight lanes (map() below); polynomials by Estrin's scheme,
-// whose independent halves keep the pipelines busy where Horner's rule would wait on each
-// multiply-add in turn.
-
 // Whether a comparison held in every lane: the halves ANDed down to 128 bits first, a few vector
 // operations where taking every lane out cost some 15 instructions per 8 GELU arguments.
 template <class M>
@@ -409,6 +404,9 @@ LENSCHECK_INLINE bool all_lanes(const M& mask) {
   }
 }
 
+// Element-wise functions run on four or eight lanes (map() below); polynomials by Estrin's scheme,
+// whose independent halves keep the pipelines busy where Horner's rule would wait on each
+// multiply-add in turn.
 // c[Lo] + c[Lo + 1] w + ... + c[Lo + Len - 1] w^(Len - 1), with pw[k] = w^(2^k); each step one
 // fused multiply-add of the instruction set (one rounding, the same at every width).
 template <class Isa, size_t Lo, size_t Len, class D, size_t N>
