@@ -39,8 +39,9 @@ void print_summary(const lc::ComparisonSummary& c) {
   for (const lc::TensorSummary& t : c.families) {
     const std::string measure =
         c.rule == lc::Rule::derived
-            ? fmt::format("{:5.2f}x {}'s error at most (median {:4.2f}x, k {:g})", t.ratios.max(),
-                          lc::benchmark_label(c.arithmetic), t.ratios.median(), t.tolerance.k)
+            ? fmt::format("{:5.2f}x {}'s error at most (median {:4.2f}x, k {:g}); local {}", t.ratios.max(),
+                          lc::benchmark_label(c.arithmetic), t.ratios.median(), t.tolerance.k,
+                          t.local.values.empty() ? std::string("global only") : fmt::format("{:.2f}x", t.local.max()))
             : fmt::format("max abs {:.3e}  max rel {:.3e}  max ULP {:>6}", t.max_abs, t.max_rel, t.max_ulp);
     fmt::print("  {:<36} {}  bound used {:5.1f} %  {}\n", t.name, measure, 100 * t.bound_used,
                t.pass() ? "pass" : "FAIL " + t.problem);
@@ -59,11 +60,11 @@ int run_verify(const lc::VerifyResult& r, const std::string& report,
   print_summary(r.gate);
   for (const lc::SentenceVerdict& v : r.sentences)
     if (const lc::TensorComparison* first = v.gate.first_divergence()) {
-      const std::string why = !first->problem.empty() ? first->problem
-                              : first->derived ? fmt::format("{:.3g}x {}'s error, k {:g}", first->derived->ratio,
-                                                             lc::benchmark_label(r.gate.arithmetic), first->tolerance.k)
-                                               : fmt::format("{} elements outside tolerance", first->failing);
-      fmt::print("sentence {}: first divergence at {}{} ({})\n", v.sentence.id, first->name, first->worst_label, why);
+      fmt::print("sentence {}: first divergence at {}{} ({})\n", v.sentence.id, first->name, first->worst_label,
+                 lc::failure_text(*first, r.gate.arithmetic));
+      if (const lc::TensorComparison* blamed = v.gate.first_local_failure())
+        fmt::print("sentence {}: op to blame: {} (the first tensor whose op, recomputed from the candidate's own "
+                   "inputs, disagrees)\n", v.sentence.id, blamed->name);
     } else if (!v.gate.problem.empty())
       fmt::print("sentence {}: {}\n", v.sentence.id, v.gate.problem);
   if (r.display)
@@ -108,9 +109,10 @@ int main(int argc, char** argv) {
                                              "top targets, sink flags) the display verdict follows")
       ->capture_default_str();
   lc::onnx_export::CandidateSpec ort;
-  verify->add_option("--precision", declared, "the arithmetic the candidate declares, which its benchmark computes "
-                                              "in: fp32, tf32, bf16, fp16 or int8. Default: the candidate's own (the "
-                                              "runtime fp32, onnxruntime:fp16 fp16, a reference trace its precision)");
+  verify->add_option("--precision", declared, "the scheme the candidate declares (README, \"Schemes\"), in which its "
+                                              "benchmark computes and each op is recomputed: fp32, tf32, bf16, fp16, "
+                                              "fp16-ort-cpu or int8. Default: the candidate's own (the runtime fp32, "
+                                              "onnxruntime:fp16 fp16-ort-cpu, a reference trace its precision)");
   verify->add_option("--candidate", candidate, "runtime, or onnxruntime[:fp16|:int8]: the checkpoint exported to "
                                                "ONNX and run in onnxruntime-node (CPU) on every sentence")
       ->capture_default_str();
@@ -130,8 +132,9 @@ int main(int argc, char** argv) {
   trace->add_option("--model", model_dir, "checkpoint directory")->required();
   trace->add_option("--text", text, "the sentence")->required();
   trace->add_option("--impl", impl, "runtime or oracle")->check(CLI::IsMember({"runtime", "oracle"}));
-  trace->add_option("--precision", precision, "the oracle's: fp32 or fp64, or fp64 with tf32, bf16, fp16 or int8 "
-                                              "simulated (the derived rule's benchmark for a candidate declaring it)")
+  trace->add_option("--precision", precision, "the oracle's: fp32 or fp64, or fp64 simulating tf32, bf16, fp16, "
+                                              "fp16-ort-cpu or int8 (the derived rule's benchmark for a candidate "
+                                              "declaring it)")
       ->capture_default_str();
   trace->add_option("--out", out, "output .safetensors")->required();
 

@@ -18,6 +18,12 @@ bool TraceComparison::pass() const {
   return true;
 }
 
+const TensorComparison* TraceComparison::first_local_failure() const {
+  for (const TensorComparison& t : tensors)
+    if (t.local && !(t.local->ratio <= t.tolerance.k)) return &t;
+  return nullptr;
+}
+
 const TensorComparison* TraceComparison::first_divergence() const {
   for (const TensorComparison& t : tensors)
     if (!t.pass) return &t;
@@ -142,6 +148,50 @@ double sum_of_squares(const Tensor& t) {
   return sum;
 }
 
+// The statistic is normwise, as LAPACK's test ratios are: the root mean square of every element's
+// distance from the truth, weighed against |truth| + rms(truth) (relative where the element is large,
+// so that a few outlier features, whose rounding error is as large as they are, do not dominate;
+// relative to the tensor's scale where it is small). A mean over the tensor is stable where a maximum
+// is not: libtorch's largest error on a short sentence is as often lucky as not (fixtures/tolerances.yaml).
+// The tensor's scale is the truth's; where the truth is zero throughout (a GELU layer whose inputs
+// are all far below zero) the whole truth trace's (`trace_rms`), never the candidate's, whose garbage
+// would set its own scale. `candidate` null: not finite, an infinite error. `floor`: the least
+// benchmark error counted.
+ErrorRatio error_ratio(const Tensor* candidate, const Tensor& truth, const std::vector<const Tensor*>& benchmarks,
+                       double trace_rms, double floor) {
+  const size_t n = truth.numel();
+  double rms = std::sqrt(sum_of_squares(truth) / double(n));
+  if (rms == 0) rms = trace_rms;
+  auto weighed_rms = [&](const Tensor& t) {
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double diff = std::fabs(t.values[i] - truth.values[i]);
+      // An exact element costs nothing, even where the truth's whole trace is zero (no scale at all).
+      const double w = diff == 0 ? 0.0 : diff / (std::fabs(truth.values[i]) + rms);
+      sum += w * w;
+    }
+    return std::sqrt(sum / double(n));
+  };
+  ErrorRatio e;
+  e.candidate_error = candidate ? weighed_rms(*candidate) : std::numeric_limits<double>::infinity();
+  for (const Tensor* bench : benchmarks) e.benchmark_error = std::max(e.benchmark_error, weighed_rms(*bench));
+  e.floor = rms > 0 ? floor : 0.0;
+  const double allowed = std::max(e.benchmark_error, e.floor);
+  e.ratio = allowed > 0 ? e.candidate_error / allowed
+                        : e.candidate_error > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  return e;
+}
+
+double trace_rms_of(const Trace& truth) {
+  double square_sum = 0;
+  size_t count = 0;
+  for (const auto& [name, t] : truth.tensors) {
+    square_sum += sum_of_squares(t);
+    count += t.numel();
+  }
+  return count ? std::sqrt(square_sum / double(count)) : 0.0;
+}
+
 // `sides`: the candidate, the fp64 truth, then the benchmarks.
 TensorComparison compare_to_truth(const TensorSpec& spec, const Sides& sides, double trace_rms,
                                   const Tolerances& tolerances, const Trace& reference) {
@@ -156,35 +206,11 @@ TensorComparison compare_to_truth(const TensorSpec& spec, const Sides& sides, do
         c.problem = fmt::format("the {} has NaN or Inf in this tensor: nothing to judge it by", side);
         return c;
       }
-  // The statistic is normwise, as LAPACK's test ratios are: the root mean square of every element's
-  // distance from the truth, weighed against |truth| + rms(truth) (relative where the element is large,
-  // so that a few outlier features, whose rounding error is as large as they are, do not dominate;
-  // relative to the tensor's scale where it is small). A mean over the tensor is stable where a maximum
-  // is not: libtorch's largest error on a short sentence is as often lucky as not (fixtures/tolerances.yaml).
-  // The tensor's scale is the truth's; where the truth is zero throughout (a GELU layer whose inputs
-  // are all far below zero) the whole truth trace's, never the candidate's, whose garbage would set
-  // its own scale.
-  double rms = std::sqrt(sum_of_squares(*truth) / double(c.elements));
-  if (rms == 0) rms = trace_rms;
-  auto weighed_rms = [&](const Tensor& t) {
-    double sum = 0;
-    for (size_t i = 0; i < c.elements; ++i) {
-      const double diff = std::fabs(t.values[i] - truth->values[i]);
-      // An exact element costs nothing, even where the truth's whole trace is zero (no scale at all).
-      const double w = diff == 0 ? 0.0 : diff / (std::fabs(truth->values[i]) + rms);
-      sum += w * w;
-    }
-    return std::sqrt(sum / double(c.elements));
-  };
-  ErrorRatio e;
   const bool finite = measure(c, *cand, *truth, spec, reference);
-  e.candidate_error = finite ? weighed_rms(*cand) : std::numeric_limits<double>::infinity();
-  for (auto bench = references.begin() + 1; bench != references.end(); ++bench)
-    e.benchmark_error = std::max(e.benchmark_error, weighed_rms(*bench->second));
-  e.floor = rms > 0 ? tolerances.floor * FLT_EPSILON : 0.0;
-  const double allowed = std::max(e.benchmark_error, e.floor);
-  e.ratio = allowed > 0 ? e.candidate_error / allowed
-                        : e.candidate_error > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  std::vector<const Tensor*> benchmarks;
+  for (auto bench = references.begin() + 1; bench != references.end(); ++bench) benchmarks.push_back(bench->second);
+  const ErrorRatio e = error_ratio(finite ? cand : nullptr, *truth, benchmarks, trace_rms,
+                                   tolerances.floor * FLT_EPSILON);
   c.bound_used = e.ratio / c.tolerance.k;
   c.failing = finite ? (e.ratio > c.tolerance.k ? c.elements : 0) : c.non_finite;
   c.derived = e;
@@ -234,19 +260,41 @@ TraceComparison compare_derived(const Trace& candidate, const std::vector<const 
                                 const Trace& truth, const Tolerances& tolerances, const BertConfig& config) {
   std::vector<const Trace*> all = {&candidate, &truth};
   all.insert(all.end(), benchmarks.begin(), benchmarks.end());
-  double square_sum = 0;
-  size_t count = 0;
-  for (const auto& [name, t] : truth.tensors) {
-    square_sum += sum_of_squares(t);
-    count += t.numel();
-  }
-  const double trace_rms = count ? std::sqrt(square_sum / double(count)) : 0.0;
+  const double trace_rms = trace_rms_of(truth);
   return compare_schema(all, config, [&](const TensorSpec& spec) {
     Sides sides = {{"candidate", candidate.find(spec.name)}, {"fp64 oracle", truth.find(spec.name)}};
     for (const Trace* b : benchmarks)
       sides.emplace_back(b->producer.empty() ? "benchmark" : b->producer, b->find(spec.name));
     return compare_to_truth(spec, sides, trace_rms, tolerances, truth);
   });
+}
+
+void judge_locally(TraceComparison& comparison, const Trace& candidate, const Trace& exact,
+                   const std::vector<const Trace*>& spread, const Tolerances& tolerances, const FloatFormat& stored) {
+  const double trace_rms = trace_rms_of(exact);
+  for (TensorComparison& c : comparison.tensors) {
+    const Tensor* truth = exact.find(c.name);
+    const Tensor* cand = candidate.find(c.name);
+    if (!truth || !cand || !c.problem.empty() || cand->shape != truth->shape) continue;
+    std::vector<const Tensor*> benchmarks;
+    for (const Trace* t : spread)
+      if (const Tensor* b = t->find(c.name)) benchmarks.push_back(b);
+    // An op whose exact recomputation overflows the format has no local yardstick: judged globally.
+    bool references_finite = true;
+    for (const Tensor* t : benchmarks)
+      for (double v : t->values) references_finite = references_finite && std::isfinite(v);
+    for (double v : truth->values) references_finite = references_finite && std::isfinite(v);
+    if (!references_finite) continue;
+    const bool finite = c.non_finite == 0;
+    const double one_flip = tolerances.floor * relative_spacing(stored) / std::sqrt(double(truth->numel()));
+    c.local = error_ratio(finite ? cand : nullptr, *truth, benchmarks, trace_rms, one_flip);
+    const bool local_pass = finite && c.local->ratio <= c.tolerance.k;
+    c.bound_used = std::max(c.bound_used, c.local->ratio / c.tolerance.k);
+    if (!local_pass) {
+      c.failing = finite ? c.elements : c.non_finite;
+      c.pass = false;
+    }
+  }
 }
 
 }  // namespace lenscheck

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gate/tolerances.h"
+#include "model/arithmetic.h"
 #include "model/config.h"
 #include "model/trace.h"
 
@@ -32,10 +33,14 @@ struct TensorComparison {
   double max_rel = 0;        // |a - b| / |b|, over elements with b != 0
   uint64_t max_ulp = 0;      // in float32 units of least precision
   size_t worst = 0;          // flat index of the element furthest from the reference
-  // How much of its bound the tensor uses: > 1 fails. Derived: ratio / k; absolute: the worst
+  // How much of its bound the tensor uses: > 1 fails. Derived: the larger ratio / k; absolute: the worst
   // element's |a - b| / (atol + rtol |b|).
   double bound_used = 0;
-  std::optional<ErrorRatio> derived;  // set under the derived rule
+  std::optional<ErrorRatio> derived;  // set under the derived rule: the global verdict
+  // The local verdict (derived rule): the tensor recomputed by its one op from the candidate's own inputs
+  // in the declared scheme, against that op's own rounding spread. Unset where the candidate's trace
+  // lacks the op's inputs (or holds them not finite): the tensor is judged globally only.
+  std::optional<ErrorRatio> local;
   double worst_candidate = 0, worst_reference = 0;
   std::string worst_label;   // e.g. "[h1, the → scissors]"
   std::string problem;       // set when the tensor could not be compared at all
@@ -47,6 +52,8 @@ struct TraceComparison {
   std::string problem;                    // set when the traces cannot be compared (other tokens)
   bool pass() const;
   const TensorComparison* first_divergence() const;  // the first failing tensor in forward order
+  // The first tensor in forward order that fails locally: the op to blame.
+  const TensorComparison* first_local_failure() const;
 };
 
 // Distance in float32 ULPs between two values rounded to float (0 when equal, max when non-finite).
@@ -64,5 +71,13 @@ TraceComparison compare_traces(const Trace& candidate, const Trace& reference,
 // benchmarks' errors, never counted below the floor. Every trace must be of the same input ids.
 TraceComparison compare_derived(const Trace& candidate, const std::vector<const Trace*>& benchmarks,
                                 const Trace& truth, const Tolerances& tolerances, const BertConfig& config);
+
+// The local verdict, added to a derived comparison: each tensor of `exact` (the candidate's op recomputed
+// from its own inputs, exactly) against `spread` (the same op in fp32, and its probes), by the same
+// statistic and k. The floor is one element of the tensor off by one step of `stored`, the format the
+// scheme stores the tensor in: floor · relative_spacing(stored) / sqrt(elements), below which an error
+// is a single rounding flipped, not a fault.
+void judge_locally(TraceComparison& comparison, const Trace& candidate, const Trace& exact,
+                   const std::vector<const Trace*>& spread, const Tolerances& tolerances, const FloatFormat& stored);
 
 }  // namespace lenscheck

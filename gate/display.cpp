@@ -12,25 +12,19 @@
 
 namespace lenscheck {
 
-bool DisplayRow::wrong() const {
-  return std::any_of(items.begin(), items.end(), [](const DisplayItem& i) { return i.differs && i.decidable; });
-}
-bool DisplayRow::undecidable() const {
-  return !wrong() && std::any_of(items.begin(), items.end(), [](const DisplayItem& i) { return !i.decidable; });
-}
 bool DisplayRow::differs() const {
   return std::any_of(items.begin(), items.end(), [](const DisplayItem& i) { return i.differs; });
 }
+bool DisplayRow::wrong() const {
+  return std::any_of(items.begin(), items.end(), [](const DisplayItem& i) { return i.differs && i.decidable; });
+}
+bool DisplayRow::explained() const { return differs() && !wrong(); }
+bool DisplayRow::undecidable() const {
+  return std::any_of(items.begin(), items.end(), [](const DisplayItem& i) { return !i.decidable; });
+}
 
-size_t DisplayVerdict::wrong() const {
-  return size_t(std::count_if(flagged.begin(), flagged.end(), [](const DisplayRow& r) { return r.wrong(); }));
-}
-size_t DisplayVerdict::undecidable() const {
-  return size_t(std::count_if(flagged.begin(), flagged.end(), [](const DisplayRow& r) { return r.undecidable(); }));
-}
-size_t DisplayVerdict::undecidable_differing() const {
-  return size_t(std::count_if(flagged.begin(), flagged.end(),
-                              [](const DisplayRow& r) { return r.undecidable() && r.differs(); }));
+size_t DisplayVerdict::count(bool (DisplayRow::*kind)() const) const {
+  return size_t(std::count_if(flagged.begin(), flagged.end(), [&](const DisplayRow& r) { return (r.*kind)(); }));
 }
 
 namespace {
@@ -70,17 +64,6 @@ size_t opened(const std::vector<WordRow>& rows, const HeadRule& rule, int heads)
   return best;
 }
 
-// The heaviest content words of a displayed row (the query word itself left out when there is another,
-// as WordRow::top_target), heaviest first, the lower index on a tie.
-std::vector<int> top_targets(const std::vector<double>& shown, int word, int count) {
-  std::vector<int> order;
-  for (int w = 0; w < int(shown.size()); ++w)
-    if (w != word || shown.size() == 1) order.push_back(w);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return shown[size_t(a)] > shown[size_t(b)]; });
-  order.resize(std::min(order.size(), size_t(count)));
-  return order;
-}
-
 std::string printed(double x, int decimals) { return fmt::format("{:.{}f}", x, decimals); }
 
 // The distance of x from the nearest rounding boundary of printing it with `decimals` decimals.
@@ -90,6 +73,40 @@ double rounding_margin(double x, int decimals) {
 }
 
 std::string flag_name(double threshold) { return fmt::format("flag {:g} %", 100 * threshold); }
+
+// The content words a row can show: every word but the query word itself, unless it is the only one.
+std::vector<int> content_words(size_t words, int word) {
+  std::vector<int> all;
+  for (int w = 0; w < int(words); ++w)
+    if (w != word || words == 1) all.push_back(w);
+  return all;
+}
+
+// What one head's row prints, its head aside: the heaviest content words with their printed weights,
+// ranked by printed weight and equal printed weights by position in the sentence (so that two words
+// both printed 0.00 show one thing, whichever is heavier underneath), the sink share, and each flag.
+struct Printed {
+  std::vector<std::pair<int, std::string>> targets;
+  std::string sink = "—";  // undefined: the row carries no weight
+  std::vector<bool> flags;
+  bool operator==(const Printed&) const = default;
+};
+Printed printed_row(const WordRow& row, int word, const DisplaySpec& spec) {
+  Printed p;
+  if (const std::optional<double> s = row.sink_share()) {
+    p.sink = printed(*s, spec.decimals);
+    for (double threshold : spec.sink_flags) p.flags.push_back(*s >= threshold);
+  }
+  if (const auto shown = row.displayed()) {
+    std::vector<std::pair<double, int>> ranked;  // printed weight, word
+    for (int w : content_words(shown->size(), word))
+      ranked.emplace_back(std::stod(printed((*shown)[size_t(w)], spec.decimals)), w);
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    ranked.resize(std::min(ranked.size(), size_t(spec.top_targets)));
+    for (const auto& [weight, w] : ranked) p.targets.emplace_back(w, printed((*shown)[size_t(w)], spec.decimals));
+  }
+  return p;
+}
 
 }  // namespace
 
@@ -150,22 +167,28 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
         continue;
       }
 
-      // The head: a tie within the error of the rule's scores makes the choice undecidable.
+      // The head. Within twice the error of the rule's scores (both heads' scores carry it) another head
+      // could be opened; that matters only where it would print another row. An exact tie in the truth is
+      // decided by the rule's tie-break, which the candidate must follow.
       const size_t ht = opened(t, plan.head_rule, heads), hc = opened(c, plan.head_rule, heads);
+      const Printed pt = printed_row(t[ht], word, spec);
       if (plan.head_rule.kind != HeadRule::Kind::fixed) {
-        double error = 0, margin = INFINITY;
+        double error = 0;
         for (const auto& bench : b)
           for (size_t i = 0; i < t.size(); ++i)
             error = std::max(error, std::fabs(plan.head_rule.score(bench[i]) - plan.head_rule.score(t[i])));
+        auto gap = [&](size_t i) { return plan.head_rule.score(t[ht]) - plan.head_rule.score(t[i]); };
+        double margin = INFINITY;  // to the nearest head that would print another row
         for (size_t i = 0; i < t.size(); ++i)
-          if (i != ht) margin = std::min(margin, plan.head_rule.score(t[ht]) - plan.head_rule.score(t[i]));
-        // Both heads' scores carry the error: a tie flips within twice it.
-        add({"head", head_label(hc), head_label(ht), hc != ht, !(margin <= 2 * error), margin, 2 * error});
+          if (i != ht && gap(i) > 0 && printed_row(t[i], word, spec) != pt) margin = std::min(margin, gap(i));
+        if (hc != ht) margin = gap(hc);  // the boundary the candidate crossed
+        add({"head", head_label(hc), head_label(ht), hc != ht, !(margin > 0 && margin <= 2 * error), margin, 2 * error});
       }
       if (hc != ht) {  // another head's numbers are another row: nothing more to compare
-        if (!row.items.empty()) flagged.push_back(std::move(row));
+        flagged.push_back(std::move(row));
         continue;
       }
+      const Printed pc = printed_row(c[ht], word, spec);
 
       // The sink share and its flags.
       const std::optional<double> st = t[ht].sink_share(), sc = c[ht].sink_share();
@@ -176,21 +199,20 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
         if (s.has_value() != st.has_value()) defined_alike = false;
         if (s && st) sink_error = std::max(sink_error, std::fabs(*s - *st));
       }
-      auto shown = [&](const std::optional<double>& s) { return s ? printed(*s, spec.decimals) : std::string("—"); };
       if (st.has_value() != sc.has_value() || !st) {
-        add({"sink share", shown(sc), shown(st), st.has_value() != sc.has_value(), defined_alike, 0, sink_error});
+        add({"sink share", pc.sink, pt.sink, st.has_value() != sc.has_value(), defined_alike, 0, sink_error});
       } else {
-        add({"sink share", shown(sc), shown(st), shown(sc) != shown(st),
-             !(rounding_margin(*st, spec.decimals) <= sink_error), rounding_margin(*st, spec.decimals), sink_error});
-        for (double threshold : spec.sink_flags) {
-          const bool raised_t = *st >= threshold, raised_c = *sc >= threshold;
-          const double margin = std::fabs(*st - threshold);
-          add({flag_name(threshold), raised_c ? "raised" : "not raised", raised_t ? "raised" : "not raised",
-               raised_c != raised_t, !(margin <= sink_error), margin, sink_error});
+        add({"sink share", pc.sink, pt.sink, pc.sink != pt.sink, !(rounding_margin(*st, spec.decimals) <= sink_error),
+             rounding_margin(*st, spec.decimals), sink_error});
+        for (size_t f = 0; f < spec.sink_flags.size(); ++f) {
+          const double margin = std::fabs(*st - spec.sink_flags[f]);
+          add({flag_name(spec.sink_flags[f]), pc.flags[f] ? "raised" : "not raised", pt.flags[f] ? "raised" : "not raised",
+               pc.flags[f] != pt.flags[f], !(margin <= sink_error), margin, sink_error});
         }
       }
 
-      // The top targets and their displayed weights.
+      // The targets: every printed weight of a word shown by either side, or that one rounding step up
+      // would bring into the truth's list. The list follows from the printed weights alone.
       const auto wt = t[ht].displayed(), wc = c[ht].displayed();
       if (!wt || !wc) {
         if (wt.has_value() != wc.has_value())
@@ -203,29 +225,25 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
       for (const auto& bench : b)
         if (const auto wb = bench[ht].displayed())
           for (size_t j = 0; j < wt->size(); ++j) weight_error = std::max(weight_error, std::fabs((*wb)[j] - (*wt)[j]));
-      const std::vector<int> tt = top_targets(*wt, word, spec.top_targets), tc = top_targets(*wc, word, spec.top_targets);
-      // Which words are shown, and in which order, is decided by the gaps between the truth's ranked weights,
-      // the first word left out included.
-      const std::vector<int> ranked = top_targets(*wt, word, spec.top_targets + 1);
-      auto target_text = [&](int w) { return w < 0 ? std::string("—") : fmt::format("{}@{}", word_text(w), w); };
-      for (size_t r = 0; r < tt.size(); ++r) {
-        const double w_r = (*wt)[size_t(tt[r])];
-        const int shown_c = r < tc.size() ? tc[r] : -1;
-        // Shown where the truth shows another word: the truth's own gap between the two decides it.
-        // Shown alike: the gaps to the truth's neighbouring ranks do, the first word left out included.
-        double margin = shown_c >= 0 && shown_c != tt[r] ? std::fabs(w_r - (*wt)[size_t(shown_c)]) : INFINITY;
-        if (shown_c == tt[r]) {
-          if (r > 0) margin = std::min(margin, (*wt)[size_t(ranked[r - 1])] - w_r);
-          if (r + 1 < ranked.size()) margin = std::min(margin, w_r - (*wt)[size_t(ranked[r + 1])]);
-        }
-        add({fmt::format("target {}", r + 1), target_text(shown_c), target_text(tt[r]), shown_c != tt[r],
-             !(margin <= 2 * weight_error), margin, 2 * weight_error});  // a gap between two weights, as for heads
-        if (shown_c != tt[r]) continue;
-        const double w_t = (*wt)[size_t(tt[r])], w_c = (*wc)[size_t(tt[r])];
-        add({fmt::format("weight of {}", word_text(tt[r])), printed(w_c, spec.decimals), printed(w_t, spec.decimals),
-             printed(w_c, spec.decimals) != printed(w_t, spec.decimals),
-             !(rounding_margin(w_t, spec.decimals) <= weight_error), rounding_margin(w_t, spec.decimals), weight_error});
+      const double step = std::pow(10.0, -spec.decimals);
+      const double cutoff = pt.targets.empty() ? 0.0 : std::stod(pt.targets.back().second);
+      const bool list_full = int(pt.targets.size()) == spec.top_targets;
+      auto shown_in = [](const Printed& p, int w) {
+        return std::any_of(p.targets.begin(), p.targets.end(), [&](const auto& target) { return target.first == w; });
+      };
+      for (int w : content_words(wt->size(), word)) {
+        const bool shown = shown_in(pt, w) || shown_in(pc, w);
+        const double truth_weight = (*wt)[size_t(w)];
+        const bool could_enter = list_full && std::stod(printed(truth_weight, spec.decimals)) + step >= cutoff;
+        if (!shown && !could_enter) continue;
+        const std::string p_t = printed(truth_weight, spec.decimals), p_c = printed((*wc)[size_t(w)], spec.decimals);
+        add({fmt::format("weight of {}@{}", word_text(w), w), shown_in(pc, w) ? p_c : "not shown",
+             shown_in(pt, w) ? p_t : "not shown", shown && p_c != p_t,
+             !(rounding_margin(truth_weight, spec.decimals) <= weight_error), rounding_margin(truth_weight, spec.decimals),
+             weight_error});
       }
+      if (pc.targets != pt.targets && !row.differs())  // cannot happen: the list follows from the weights
+        throw std::logic_error("the targets differ while every printed weight agrees");
       if (!row.items.empty()) flagged.push_back(std::move(row));
     }
   return flagged;
@@ -264,12 +282,13 @@ std::string undecidable_causes(const DisplayVerdict& v) {
   return s;
 }
 
-std::string row_items(const DisplayRow& r, bool decided) {
+// The items that print differently, each with its distance from its boundary where that is within the error.
+std::string row_items(const DisplayRow& r) {
   std::string s;
   for (const DisplayItem& i : r.items) {
-    if (i.decidable != decided && decided) continue;
+    if (!i.differs) continue;
     if (!s.empty()) s += "; ";
-    s += i.differs ? fmt::format("{}: {} for {}", i.what, i.candidate, i.truth) : fmt::format("{}: {}", i.what, i.truth);
+    s += fmt::format("{}: {} for {}", i.what, i.candidate, i.truth);
     if (!i.decidable) s += fmt::format(" (within {:.2g} of its boundary, error {:.2g})", i.margin, i.error);
   }
   return s;
@@ -278,11 +297,10 @@ std::string row_items(const DisplayRow& r, bool decided) {
 }  // namespace
 
 std::string DisplayVerdict::headline(const std::string& arithmetic) const {
-  std::string s = fmt::format("{} of {} rows show a different number; {} undecidable at {}", wrong(), rows,
+  std::string s = fmt::format("{} of {} rows print differently from fp64: {} within {}'s error, {} beyond it; "
+                              "{} undecidable at {}", differing(), rows, explained(), arithmetic, wrong(),
                               undecidable(), arithmetic);
-  if (undecidable())
-    s += fmt::format(" (items within its error of a boundary: {}; {} of these rows printed differently)",
-                     undecidable_causes(*this), undecidable_differing());
+  if (undecidable()) s += fmt::format(" (items within its error of a boundary: {})", undecidable_causes(*this));
   return s;
 }
 
@@ -291,10 +309,13 @@ std::string display_markdown(const DisplayVerdict& v, const std::string& arithme
       "## What the instrument shows — {}\n\n**{}.**\n\n"
       "Every word of every sentence under each lens ({}), with the plan's head rule `{}` (`{}`): the head opened, "
       "the {} heaviest content words and their displayed weights, the sink share ({} decimals) and a flag at {}. "
-      "Computed from the candidate and from the fp64 truth. Wrong: printed differently where the truth is "
-      "decided. Undecidable: the truth lies within the declared arithmetic's own error (the largest distance of "
-      "its benchmark and rounding probes from the truth, per quantity) of a rounding boundary, a threshold or a "
-      "tie.\n\n",
+      "Equal printed weights are ranked by their word's position. Computed from the candidate and from the fp64 "
+      "truth. A row prints differently when any of this differs; that is explained by the declared arithmetic "
+      "where the truth lies within its own error (the largest distance of its benchmark and rounding probes from "
+      "the truth, per quantity) of the boundary that decided it (a rounding boundary, a flag's threshold, the "
+      "gap to another head that would print another row), and wrong, failing the gate, where it does not. An "
+      "exact tie in the truth is decided by the rule's tie-break (the lowest layer, then head). Undecidable: the "
+      "truth lies within that error of such a boundary, whatever the candidate prints.\n\n",
       v.pass() ? "PASS" : "FAIL", v.headline(arithmetic), [&] {
         std::string l;
         for (Lens lens : v.lenses) l += (l.empty() ? "" : ", ") + std::string(lens_name(lens));
@@ -306,18 +327,18 @@ std::string display_markdown(const DisplayVerdict& v, const std::string& arithme
         return f;
       }());
   constexpr size_t kShown = 40;  // the report lists at most this many rows of each kind; the JSON all
-  for (const bool wrong : {true, false}) {
+  const std::vector<std::pair<std::string, bool (DisplayRow::*)() const>> kinds = {
+      {"Wrong", &DisplayRow::wrong}, {"Printed differently, within the declared arithmetic's error", &DisplayRow::explained}};
+  for (const auto& [title, kind] : kinds) {
     std::vector<const DisplayRow*> list;
     for (const DisplayRow& r : v.flagged)
-      if (wrong ? r.wrong() : r.undecidable()) list.push_back(&r);
+      if ((r.*kind)()) list.push_back(&r);
     if (list.empty()) continue;
-    s += fmt::format("### {} rows ({}{})\n\n| sentence | word | lens | {} |\n|---|---|---|---|\n",
-                     wrong ? "Wrong" : "Undecidable", list.size(),
-                     list.size() > kShown ? fmt::format(", the first {}", kShown) : "",
-                     wrong ? "candidate for truth" : "why");
+    s += fmt::format("### {} rows ({}{})\n\n| sentence | word | lens | candidate for truth |\n|---|---|---|---|\n",
+                     title, list.size(), list.size() > kShown ? fmt::format(", the first {}", kShown) : "");
     for (size_t i = 0; i < std::min(kShown, list.size()); ++i)
       s += fmt::format("| {} | {}@{} | {} | {} |\n", list[i]->sentence, list[i]->word, list[i]->at,
-                       lens_name(list[i]->lens), row_items(*list[i], wrong));
+                       lens_name(list[i]->lens), row_items(*list[i]));
     s += "\n";
   }
   return s;

@@ -79,6 +79,7 @@ void merge(TensorSummary& into, const TensorComparison& c, const std::string& se
     into.candidate_error = std::max(into.candidate_error, c.derived->candidate_error);
     into.benchmark_error = std::max(into.benchmark_error, c.derived->benchmark_error);
   }
+  if (c.local) into.local.values.push_back(c.local->ratio);
   if (c.bound_used >= into.bound_used || into.worst.empty()) {
     into.bound_used = c.bound_used;
     into.worst = fmt::format("{} {}{}", sentence_id, shown_name, c.worst_label);
@@ -114,6 +115,7 @@ struct Judge::Oracles {
   oracle::Oracle fp32;
   std::vector<oracle::Oracle> perturbed;
   std::optional<oracle::Oracle> fp64;
+  std::optional<oracle::Oracle> local;  // the declared scheme, each op from the candidate's inputs
 };
 
 Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule, Arithmetic arithmetic)
@@ -122,11 +124,12 @@ Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule, Arit
     throw InputError("--absolute", fmt::format("the absolute rule's bounds are fp32's; a candidate that declares "
                                                "{} is judged by the derived rule", arithmetic_name(arithmetic)));
   try {
-    oracles_ = std::make_unique<Oracles>(Oracles{oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic), {}, {}});
+    oracles_ = std::make_unique<Oracles>(Oracles{oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic), {}, {}, {}});
     if (rule == Rule::derived) {
       for (int seed = 1; seed <= kRoundingProbes; ++seed)
         oracles_->perturbed.push_back(oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic, uint64_t(seed)));
       oracles_->fp64.emplace(ck.config, ck.weights, oracle::Precision::fp64);
+      oracles_->local.emplace(oracle::Oracle::recomputing_in(ck.config, ck.weights, arithmetic));
     }
   } catch (const oracle::OracleError& e) {
     throw InputError(ck.dir, e.what());
@@ -158,7 +161,17 @@ std::vector<const Trace*> Judge::References::benchmarks() const {
 
 TraceComparison Judge::judge(const Trace& candidate, const References& refs) const {
   if (rule_ == Rule::absolute) return compare_traces(candidate, refs.benchmark, tolerances_.absolute, checkpoint_.config);
-  return compare_derived(candidate, refs.benchmarks(), *refs.truth, tolerances_, checkpoint_.config);
+  TraceComparison c = compare_derived(candidate, refs.benchmarks(), *refs.truth, tolerances_, checkpoint_.config);
+  if (!c.problem.empty()) return c;
+  try {
+    const oracle::Oracle::LocalReferences local = oracles_->local->recompute_locally(candidate, kRoundingProbes);
+    std::vector<const Trace*> spread = {&local.fp32};
+    for (const Trace& p : local.probes) spread.push_back(&p);
+    judge_locally(c, candidate, local.exact, spread, tolerances_, scheme_of(arithmetic_).stored);
+  } catch (const oracle::OracleError& e) {
+    throw InputError(checkpoint_.dir, e.what());
+  }
+  return c;
 }
 
 ComparisonSummary summarise(const std::vector<std::pair<std::string, const TraceComparison*>>& runs, Rule rule,
@@ -307,8 +320,9 @@ VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path&
   if (!declared)
     for (size_t i = 0; i < files.size(); ++i) {
       const std::string& p = candidates[i].precision;  // a trace that says nothing declares fp32
-      const Arithmetic a = p.empty() || p == "fp64" ? Arithmetic::fp32
-                                                    : parse_arithmetic(p, files[i].string() + ": precision");
+      std::optional<std::string> note;
+      const Arithmetic a = declared_in_trace(p, files[i].string(), note);
+      if (note && std::find(r.notes.begin(), r.notes.end(), *note) == r.notes.end()) r.notes.push_back(*note);
       if (i > 0 && a != arithmetic)
         throw InputError(files[i], fmt::format("declares {}, {} declares {}: judge traces of one precision at a time "
                                                "(or give --precision)", p, files[0].filename().string(),

@@ -38,6 +38,9 @@ struct TensorSummary {
   // the largest errors of candidate and benchmark against the truth.
   Ratios ratios;
   double candidate_error = 0, benchmark_error = 0;
+  // The local verdict: the ratio of every tensor judged locally; `compared - local.values.size()` were
+  // judged globally only (their inputs are not in the candidate's trace).
+  Ratios local;
   std::string worst;    // "sentence-id layer.2.attention.probs[h1, the@1 → scissors@7]"
   std::string problem;  // first problem seen, if any
   bool pass() const { return failed == 0 && compared > 0 && problem.empty(); }
@@ -132,6 +135,8 @@ class Judge {
     std::vector<const Trace*> benchmarks() const;  // the benchmark, then its probes
   };
   References references(const Encoding& encoding) const;
+  // The global verdict against `references`, and under the derived rule the local verdict: every tensor
+  // recomputed by its op from the candidate's own inputs in the declared scheme.
   TraceComparison judge(const Trace& candidate, const References& references) const;
   Rule rule() const { return rule_; }
   Arithmetic arithmetic() const { return arithmetic_; }

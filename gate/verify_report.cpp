@@ -23,16 +23,25 @@ std::string result_text(const TensorSummary& t) {
   return t.pass() ? "pass" : (t.problem.empty() ? "**FAIL**" : "**FAIL**: " + t.problem);
 }
 
+// The local ratio's worst or median, or why there is none: "global only" where no sentence's trace held
+// the op's inputs, "global only in N" where some did not.
+std::string local_text(const TensorSummary& t, bool worst) {
+  if (t.local.values.empty()) return "global only";
+  const std::string ratio = worst ? fmt::format("**{:.2f}×**", t.local.max()) : fmt::format("{:.2f}×", t.local.median());
+  const size_t global_only = t.compared - std::min(t.compared, t.local.values.size());
+  return worst && global_only ? fmt::format("{} (global only in {})", ratio, global_only) : ratio;
+}
+
 std::string summary_table(const ComparisonSummary& c, const std::vector<TensorSummary>& rows) {
   std::string s;
   if (c.rule == Rule::derived) {
-    s = fmt::format("| tensor | {0} vs libtorch's error: worst | median | k | {0} error | {1} error | "
-                    "bound used | worst element | result |\n|---|---|---|---|---|---|---|---|---|\n", c.candidate,
-                    benchmark_label(c.arithmetic));
+    s = fmt::format("| tensor | global: {0} vs {1}'s error, worst | median | local: worst | median | k | "
+                    "{0} error | {1} error | bound used | worst element | result |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|---|\n", c.candidate, benchmark_label(c.arithmetic));
     for (const TensorSummary& t : rows)
-      s += fmt::format("| `{}` | **{:.2f}×** | {:.2f}× | {:g} | {:.3e} | {:.3e} | {:.1f} % | {} | {} |\n", t.name,
-                       t.ratios.max(), t.ratios.median(), t.tolerance.k, t.candidate_error, t.benchmark_error,
-                       100 * t.bound_used, t.worst, result_text(t));
+      s += fmt::format("| `{}` | **{:.2f}×** | {:.2f}× | {} | {} | {:g} | {:.3e} | {:.3e} | {:.1f} % | {} | {} |\n", t.name,
+                       t.ratios.max(), t.ratios.median(), local_text(t, true), local_text(t, false), t.tolerance.k,
+                       t.candidate_error, t.benchmark_error, 100 * t.bound_used, t.worst, result_text(t));
     return s;
   }
   s = "| tensor | atol | rtol | max abs | max rel | max ULP | bound used | worst element | result |\n"
@@ -65,6 +74,9 @@ nlohmann::ordered_json summary_json(const ComparisonSummary& c) {
       nlohmann::ordered_json row = {{"name", t.name}, {"pattern", t.tolerance.pattern}};
       if (c.rule == Rule::derived)
         row.update({{"k", t.tolerance.k}, {"max_error_ratio", t.ratios.max()}, {"median_error_ratio", t.ratios.median()},
+                    {"local_judged", t.local.values.size()},
+                    {"max_local_ratio", t.local.values.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(t.local.max())},
+                    {"median_local_ratio", t.local.values.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(t.local.median())},
                     {"candidate_error", t.candidate_error}, {"benchmark_error", t.benchmark_error}});
       else
         row.update({{"atol", t.tolerance.atol}, {"rtol", t.tolerance.rtol}});
@@ -83,6 +95,8 @@ nlohmann::ordered_json comparison_json(const TraceComparison& c) {
   j["problem"] = c.problem;
   const TensorComparison* first = c.first_divergence();
   j["first_divergence"] = first ? nlohmann::ordered_json(first->name) : nlohmann::ordered_json();
+  const TensorComparison* blamed = c.first_local_failure();
+  j["first_local_failure"] = blamed ? nlohmann::ordered_json(blamed->name) : nlohmann::ordered_json();
   j["tensors"] = nlohmann::ordered_json::array();
   for (const TensorComparison& t : c.tensors) {
     nlohmann::ordered_json row = {{"name", t.name}, {"elements", t.elements}, {"failing", t.failing},
@@ -94,24 +108,13 @@ nlohmann::ordered_json comparison_json(const TraceComparison& c) {
     if (t.derived)
       row["derived"] = {{"candidate_error", t.derived->candidate_error}, {"benchmark_error", t.derived->benchmark_error},
                         {"floor", t.derived->floor}, {"ratio", t.derived->ratio}, {"k", t.tolerance.k}};
+    if (t.local)
+      row["local"] = {{"candidate_error", t.local->candidate_error}, {"benchmark_error", t.local->benchmark_error},
+                      {"floor", t.local->floor}, {"ratio", t.local->ratio}, {"k", t.tolerance.k}};
     row.update({{"problem", t.problem}, {"pass", t.pass}});
     j["tensors"].push_back(std::move(row));
   }
   return j;
-}
-
-// Why a tensor failed, in one line, for JUnit.
-std::string failure_message(const TensorComparison& t, Arithmetic arithmetic) {
-  if (!t.problem.empty()) return t.problem;
-  if (t.derived)
-    return fmt::format("error {:.3g}x {}'s error (k {:g}): max |candidate - fp64| {:.3g}, libtorch's "
-                       "{:.3g}, floor {:.3g}; worst {}: {:.9g} vs {:.9g}", t.derived->ratio,
-                       benchmark_label(arithmetic), t.tolerance.k,
-                       t.derived->candidate_error, t.derived->benchmark_error, t.derived->floor, t.worst_label,
-                       t.worst_candidate, t.worst_reference);
-  return fmt::format("{} of {} elements outside atol {:.1e} rtol {:.1e}; worst {}: {:.9g} vs {:.9g}", t.failing,
-                     t.elements, t.tolerance.atol, t.tolerance.rtol, t.worst_label, t.worst_candidate,
-                     t.worst_reference);
 }
 
 std::string xml_escape(const std::string& s) {
@@ -129,6 +132,24 @@ std::string xml_escape(const std::string& s) {
 }
 
 }  // namespace
+
+std::string failure_text(const TensorComparison& t, Arithmetic arithmetic) {
+  if (!t.problem.empty()) return t.problem;
+  if (!t.derived)
+    return fmt::format("{} of {} elements outside atol {:.1e} rtol {:.1e}; worst {}: {:.9g} vs {:.9g}", t.failing,
+                       t.elements, t.tolerance.atol, t.tolerance.rtol, t.worst_label, t.worst_candidate,
+                       t.worst_reference);
+  std::string s;
+  if (t.local && !(t.local->ratio <= t.tolerance.k))
+    s = fmt::format("local: error {:.3g}x the op's own rounding spread in {} (k {:g}), the op recomputed from the "
+                    "candidate's own inputs: error {:.3g}, spread {:.3g}, floor {:.3g}; ", t.local->ratio,
+                    arithmetic_name(arithmetic), t.tolerance.k, t.local->candidate_error, t.local->benchmark_error,
+                    t.local->floor);
+  return s + fmt::format("global: error {:.3g}x {}'s error (k {:g}): error {:.3g}, libtorch's {:.3g}, floor {:.3g}; "
+                         "worst {}: {:.9g} vs {:.9g}", t.derived->ratio, benchmark_label(arithmetic), t.tolerance.k,
+                         t.derived->candidate_error, t.derived->benchmark_error, t.derived->floor, t.worst_label,
+                         t.worst_candidate, t.worst_reference);
+}
 
 std::string verify_heat_map(const VerifyResult& r) {
   // Rows: "embeddings", then each layer; columns: the families, layer index stripped.
@@ -222,12 +243,16 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
   s += fmt::format("![bound used per layer and tensor family]({})\n\n", map.filename().string());
   s += summary_section(r.gate);
   if (r.display) s += display_markdown(*r.display, arithmetic_name(r.gate.arithmetic));
-  s += "## Sentences\n\n| id | tokens | result | first divergence |\n|---|---|---|---|\n";
+  s += "## Sentences\n\nThe first divergence is the first tensor in forward order that fails; the op to blame, the "
+       "first that fails locally (its op recomputed from the candidate's own inputs disagrees).\n\n"
+       "| id | tokens | result | first divergence | op to blame |\n|---|---|---|---|---|\n";
   for (const SentenceVerdict& v : r.sentences) {
     const TensorComparison* first = v.gate.first_divergence();
-    s += fmt::format("| {} | {} | {} | {} |\n", v.sentence.id, v.tokens.size(), v.gate.pass() ? "pass" : "**FAIL**",
+    const TensorComparison* blamed = v.gate.first_local_failure();
+    s += fmt::format("| {} | {} | {} | {} | {} |\n", v.sentence.id, v.tokens.size(), v.gate.pass() ? "pass" : "**FAIL**",
                      !v.gate.problem.empty() ? v.gate.problem
-                     : first ? fmt::format("`{}{}`", first->name, first->worst_label) : "—");
+                     : first ? fmt::format("`{}{}`", first->name, first->worst_label) : "—",
+                     blamed ? fmt::format("`{}`", blamed->name) : "—");
   }
   write_text_file(file, s);
 }
@@ -247,7 +272,8 @@ void write_verify_json(const VerifyResult& r, const std::filesystem::path& file)
     nlohmann::ordered_json dj = {{"pass", d.pass()}, {"plan", d.plan_file.string()}, {"head_rule", d.head_rule.label()},
                                  {"decimals", d.spec.decimals}, {"top_targets", d.spec.top_targets},
                                  {"sink_flags", d.spec.sink_flags}, {"rows", d.rows}, {"wrong", d.wrong()},
-                                 {"undecidable", d.undecidable()}, {"undecidable_printed_differently", d.undecidable_differing()},
+                                 {"printed_differently", d.differing()}, {"within_arithmetic_error", d.explained()},
+                                 {"undecidable", d.undecidable()},
                                  {"headline", d.headline(arithmetic_name(r.gate.arithmetic))},
                                  {"flagged", nlohmann::ordered_json::array()}};
     for (const DisplayRow& row : d.flagged) {
@@ -285,7 +311,7 @@ void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file
       cases += "</testcase>\n";
     };
     if (!v.gate.problem.empty()) add_case("(whole trace)", false, v.gate.problem);
-    for (const TensorComparison& t : v.gate.tensors) add_case(t.name, t.pass, failure_message(t, r.gate.arithmetic));
+    for (const TensorComparison& t : v.gate.tensors) add_case(t.name, t.pass, failure_text(t, r.gate.arithmetic));
     if (r.display) {
       std::string wrong;
       for (const DisplayRow& row : v.display)

@@ -11,6 +11,9 @@ namespace lenscheck {
 void write_verify_markdown(const VerifyResult& result, const std::filesystem::path& file);
 // The heat map alone: one cell per layer x tensor family, the share of its bound the worst sentence
 // used (under the derived rule: the error ratio over k), so a failing or nearly failing region shows.
+// Why a tensor failed, in one line: the local verdict where it failed, then the global one (the rule's
+// figures under the absolute rule; the problem where it could not be compared).
+std::string failure_text(const TensorComparison& tensor, Arithmetic arithmetic);
 std::string verify_heat_map(const VerifyResult& result);
 void write_verify_json(const VerifyResult& result, const std::filesystem::path& file);
 void write_verify_junit(const VerifyResult& result, const std::filesystem::path& file);

@@ -4,10 +4,17 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "model/error.h"
 
 namespace lenscheck {
+
+const std::vector<Arithmetic>& arithmetics() {
+  static const std::vector<Arithmetic> all = {Arithmetic::fp32, Arithmetic::tf32, Arithmetic::bf16,
+                                              Arithmetic::fp16, Arithmetic::fp16_ort_cpu, Arithmetic::int8};
+  return all;
+}
 
 std::string arithmetic_name(Arithmetic a) {
   switch (a) {
@@ -15,16 +22,64 @@ std::string arithmetic_name(Arithmetic a) {
     case Arithmetic::tf32: return "tf32";
     case Arithmetic::bf16: return "bf16";
     case Arithmetic::fp16: return "fp16";
+    case Arithmetic::fp16_ort_cpu: return "fp16-ort-cpu";
     case Arithmetic::int8: return "int8";
   }
   return "?";
 }
 
-Arithmetic parse_arithmetic(const std::string& name, const std::string& where) {
-  for (Arithmetic a : {Arithmetic::fp32, Arithmetic::tf32, Arithmetic::bf16, Arithmetic::fp16, Arithmetic::int8})
-    if (name == arithmetic_name(a)) return a;
-  throw InputError(where, fmt::format("\"{}\" is not a precision lenscheck knows (fp32, tf32, bf16, fp16, int8)", name));
+namespace {
+
+std::string known_schemes() {
+  std::vector<std::string> names;
+  for (Arithmetic a : arithmetics()) names.push_back(arithmetic_name(a));
+  return fmt::format("{}", fmt::join(names, ", "));
 }
+
+}  // namespace
+
+Arithmetic parse_arithmetic(const std::string& name, const std::string& where) {
+  for (Arithmetic a : arithmetics())
+    if (name == arithmetic_name(a)) return a;
+  throw InputError(where, fmt::format("\"{}\" is not a scheme lenscheck knows ({})", name, known_schemes()));
+}
+
+Arithmetic declared_in_trace(const std::string& precision, const std::string& where, std::optional<std::string>& note) {
+  note.reset();
+  if (precision.empty() || precision == "fp64") return Arithmetic::fp32;
+  for (Arithmetic a : arithmetics())
+    if (precision == arithmetic_name(a)) return a;
+  // Format names that other tools write, each to the scheme that rounds as that format does.
+  static const std::vector<std::pair<std::vector<std::string>, Arithmetic>> formats = {
+      {{"float32", "float", "f32", "float64", "f64", "double"}, Arithmetic::fp32},
+      {{"float16", "half", "f16", "fp16-gpu"}, Arithmetic::fp16},
+      {{"bfloat16", "bf16-gpu"}, Arithmetic::bf16},
+      {{"tensorfloat32", "tf32-gpu"}, Arithmetic::tf32},
+      {{"q8", "qint8", "quint8", "int8-dynamic", "uint8"}, Arithmetic::int8},
+  };
+  for (const auto& [names, a] : formats)
+    for (const std::string& n : names)
+      if (precision == n) {
+        note = fmt::format("{}: precision \"{}\" names no scheme; judged as {}, the scheme whose rounding is nearest",
+                           where, precision, arithmetic_name(a));
+        return a;
+      }
+  throw InputError(where, fmt::format("precision \"{}\" is not a scheme lenscheck knows ({})", precision, known_schemes()));
+}
+
+Scheme scheme_of(Arithmetic a) {
+  switch (a) {
+    case Arithmetic::fp32: return {kBinary32, kBinary32, kBinary32, false, false};
+    case Arithmetic::tf32: return {kBinary32, kBinary32, kTensorFloat32, false, false};
+    case Arithmetic::bf16: return {kBfloat16, kBfloat16, kBfloat16, false, false};
+    case Arithmetic::fp16: return {kBinary16, kBinary16, kBinary16, false, false};
+    case Arithmetic::fp16_ort_cpu: return {kBinary16, kBinary32, kBinary32, false, true};
+    case Arithmetic::int8: return {kBinary32, kBinary32, kBinary32, true, false};
+  }
+  throw std::logic_error("unknown arithmetic");
+}
+
+double relative_spacing(const FloatFormat& f) { return std::ldexp(1.0, 1 - f.digits); }
 
 namespace {
 

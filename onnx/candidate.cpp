@@ -23,7 +23,7 @@ Variant parse_candidate(const std::string& candidate) {
 Arithmetic declared_arithmetic(Variant variant) {
   switch (variant) {
     case Variant::fp32: return Arithmetic::fp32;
-    case Variant::fp16: return Arithmetic::fp16;
+    case Variant::fp16: return Arithmetic::fp16_ort_cpu;
     case Variant::int8: return Arithmetic::int8;
   }
   return Arithmetic::fp32;
@@ -55,12 +55,12 @@ CalibrationCandidate calibration_candidate(const CandidateSpec& spec) {
   c.name = spec.variant == Variant::fp32 ? "onnxruntime" : fmt::format("onnxruntime:{}", variant_name(spec.variant));
   c.arithmetic = declared_arithmetic(spec.variant);
   c.has_fault_seam = false;
-  c.run = [spec](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected fault, unsigned) {
+  c.run = [spec, precision = arithmetic_name(c.arithmetic)](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected fault, unsigned) {
     if (fault.fault != runtime::Fault::none) throw std::logic_error("ONNX Runtime has no runtime fault seam");
     const onnxruntime::ScratchFolder scratch("the exported graph");
     const std::filesystem::path graph = scratch.path() / "bert.onnx";
     export_onnx(ck, {.variant = spec.variant, .trace = true}, graph);
-    return onnxruntime::run(graph, inputs, spec.ort, label_of(spec), variant_name(spec.variant), ck.vocab).traces;
+    return onnxruntime::run(graph, inputs, spec.ort, label_of(spec), precision, ck.vocab).traces;
   };
   return c;
 }
@@ -81,7 +81,8 @@ VerifyResult verify_onnxruntime(const Checkpoint& ck, const std::vector<Sentence
   onnxruntime::Run run;
   VerifyResult r = verify_candidate(ck, sentences, sentences_file, tolerances, options, label,
                                     [&](const std::vector<Encoding>& encodings) {
-                                      run = onnxruntime::run(graph, encodings, spec.ort, label, variant, ck.vocab);
+                                      run = onnxruntime::run(graph, encodings, spec.ort, label,
+                                                             arithmetic_name(declared_arithmetic(spec.variant)), ck.vocab);
                                       return run.traces;
                                     });
   const std::string name = fmt::format("onnxruntime-node {} {}", run.version, label.substr(std::string("onnxruntime ").size()));

@@ -11,14 +11,18 @@ endfunction()
 set(cli $<TARGET_FILE:lenscheck>)
 foreach(fixture bert-mini trained-mini)
   lenscheck_onnx_test(onnxruntime.fp32.${fixture} 0
-                      "fp32 \\(CPU.*\\(derived rule\\): PASS.*display verdict: PASS: 0 of [0-9]+ rows show a different number.*verify: PASS"
+                      "fp32 \\(CPU.*\\(derived rule\\): PASS.*display verdict: PASS: [0-9]+ of [0-9]+ rows print differently from fp64: [0-9]+ within [a-z0-9-]+'s error, 0 beyond it.*verify: PASS"
                       ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime)
   # fp16 and int8 pass under the arithmetic they declare, tensors and display (no row the instrument
   # shows differs where the truth is decided), and fail when judged as fp32: a candidate that declares
   # fp32 and computes in fp16 or int8 fails, with a verdict on every tensor family (exit 1, not 2).
   foreach(variant fp16 int8)
+    set(scheme ${variant})
+    if(variant STREQUAL "fp16")
+      set(scheme fp16-ort-cpu)  # the scheme lenscheck's fp16 graph runs in on ONNX Runtime's CPU provider
+    endif()
     lenscheck_onnx_test(onnxruntime.${variant}.${fixture} 0
-                        "\\(derived rule\\): PASS.*libtorch ${variant} \\(simulated in fp64\\)'s error at most.*display verdict: PASS: 0 of [0-9]+ rows show a different number.*verify: PASS"
+                        "\\(derived rule\\): PASS.*libtorch ${scheme} \\(simulated in fp64\\)'s error at most.*display verdict: PASS: [0-9]+ of [0-9]+ rows print differently from fp64: [0-9]+ within [a-z0-9-]+'s error, 0 beyond it.*verify: PASS"
                         ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime:${variant})
     lenscheck_onnx_test(onnxruntime.${variant}-declared-fp32.${fixture} 1 "layer\\.\\*\\.output [^\n]*FAIL.*verify: FAIL"
                         ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime:${variant}
@@ -32,7 +36,7 @@ lenscheck_onnx_test(onnxruntime.node-missing 2 "error: onnxruntime fp32 \\(CPU[^
 # A sentence past its bound is killed, not waited for: exit 2 naming the sentence.
 lenscheck_onnx_test(onnxruntime.sentence-timeout 2 "error: onnxruntime fp32 \\(CPU[^\n]*sentence 0 took longer than 1e-06 s"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime --ort-timeout 0.000001)
-lenscheck_onnx_test(onnxruntime.unknown-precision 2 "--precision: \"fp8\" is not a precision lenscheck knows"
+lenscheck_onnx_test(onnxruntime.unknown-precision 2 "--precision: \"fp8\" is not a scheme lenscheck knows \\(fp32, tf32, bf16, fp16, fp16-ort-cpu, int8\\)"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime:fp16 --precision fp8)
 lenscheck_onnx_test(onnxruntime.unknown-candidate 2 "--candidate: \"onnxruntime:bf16\" is not"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime:bf16)

@@ -55,6 +55,9 @@ torch::Tensor spacing(const torch::Tensor& exponent, const FloatFormat& f) {
 
 // x (fp64) rounded to `f`, element by element, as round_to rounds a double.
 torch::Tensor rounded(const torch::Tensor& x, const FloatFormat& f) {
+  // binary32 is a dtype: the conversion is IEEE's one rounding, subnormals and overflow included.
+  if (f.digits == kBinary32.digits && f.min_exponent == kBinary32.min_exponent)
+    return x.to(torch::kFloat32).to(torch::kFloat64);
   const auto ulp = spacing(std::get<1>(torch::frexp(x)).to(torch::kFloat64) - 1, f);
   const auto y = torch::round(x / ulp) * ulp;  // round: ties to even
   return torch::where(y.abs() > f.largest, x.sign() * std::numeric_limits<double>::infinity(), y);
@@ -102,10 +105,9 @@ struct Oracle::Impl {
   uint64_t rounding_probe = 0;  // 0: none
   torch::Tensor word, position, token_type, ln_g, ln_b;
   std::vector<TorchLayer> layers;
-  // Simulated arithmetic (computing_in): the format values are stored in between ops, and the one
-  // matrix products read their inputs in (tf32's inputs; the stored format otherwise).
+  // Simulated arithmetic (computing_in, recomputing_in): where the scheme rounds, and to what.
   std::optional<Arithmetic> simulated;
-  FloatFormat values = kBinary32, product_inputs = kBinary32;
+  Scheme scheme = scheme_of(Arithmetic::fp32);
   std::vector<SimulatedLayer> simulated_layers;
 
   torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& g,
@@ -162,25 +164,63 @@ Oracle Oracle::computing_in(const BertConfig& config, const BertWeights& w, Arit
   return o;
 }
 
+Oracle Oracle::recomputing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic) {
+  Oracle o;
+  translating_torch_errors(arithmetic_name(arithmetic) + " (simulated in fp64)", "load the weights",
+                           [&] { o.load_simulated(config, w, arithmetic); });
+  return o;
+}
+
+Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int probes) const {
+  if (!impl_->simulated) throw std::logic_error("recompute_locally runs on an oracle made by recomputing_in");
+  Encoding enc;
+  enc.ids = candidate.input_ids;
+  enc.tokens = candidate.tokens;
+  enc.word_ids = candidate.word_ids;
+  return translating_torch_errors(arithmetic_name(*impl_->simulated) + " (simulated in fp64)",
+                                  "recompute the candidate's ops", [&] {
+    LocalReferences r;
+    const Local exact{&candidate, false, 0}, fp32{&candidate, true, 0};
+    r.exact = run_simulated(enc, &exact);
+    r.fp32 = run_simulated(enc, &fp32);
+    for (int seed = 1; seed <= probes; ++seed) {
+      const Local probe{&candidate, true, uint64_t(seed)};
+      r.probes.push_back(run_simulated(enc, &probe));
+      r.probes.back().producer += fmt::format(", results moved one fp32 step (seed {})", seed);
+    }
+    return r;
+  });
+}
+
 void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic) {
   Impl& m = *impl_;
   m.config = config;
   m.dtype = torch::kFloat64;
   m.simulated = arithmetic;
-  m.values = arithmetic == Arithmetic::fp16 ? kBinary16 : arithmetic == Arithmetic::bf16 ? kBfloat16 : kBinary32;
-  m.product_inputs = arithmetic == Arithmetic::tf32 ? kTensorFloat32 : m.values;
+  m.scheme = scheme_of(arithmetic);
+  const FloatFormat values = m.scheme.stored;
+  // Weights as the products read them: tf32's inputs, the stored format otherwise.
+  const FloatFormat weights = m.scheme.product_inputs.digits < values.digits ? m.scheme.product_inputs : values;
   // One draw per stored value, in the order they are stored below: the probe's direction for each.
   SeededRng rng(m.rounding_probe);
   auto draws = [&](const torch::Tensor& like) { return random_directions(rng, like); };
+  // Element by element (round_to and step_in, which rounded and stepped follow): the word embedding
+  // table alone is millions of values, too many for a dozen whole-table temporaries per oracle.
   auto stored = [&](const Param& p, const FloatFormat& f) {
-    const auto x = rounded(to_torch(p, torch::kFloat64), f);
-    return m.rounding_probe ? stepped(x, f, draws(x)) : x;
+    auto x = torch::empty(p.shape, torch::kFloat64);
+    double* out = x.data_ptr<double>();
+    const bool coarser = f.digits < kBinary32.digits;  // a checkpoint's weights are fp32's values already
+    for (size_t i = 0; i < p.values.size(); ++i) {
+      const double v = coarser ? round_to(f, p.values[i]) : p.values[i];
+      out[i] = m.rounding_probe ? step_in(f, v, rng.next() & 1) : v;
+    }
+    return x;
   };
   auto linear = [&](const Param& weight, const Param& bias) {
     SimulatedLinear l;
-    l.b = stored(bias, m.values);
-    if (arithmetic != Arithmetic::int8) {
-      l.w = stored(weight, m.product_inputs);
+    l.b = stored(bias, values);
+    if (!m.scheme.quantized_linear) {
+      l.w = stored(weight, weights);
       return l;
     }
     const QuantizedWeight qw = quantize_per_channel(weight);
@@ -195,24 +235,24 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     l.scales = torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64);
     return l;
   };
-  m.word = stored(w.word_embeddings, m.values);
-  m.position = stored(w.position_embeddings, m.values);
-  m.token_type = stored(w.token_type_embeddings, m.values);
-  m.ln_g = stored(w.embeddings_ln_g, m.values);
-  m.ln_b = stored(w.embeddings_ln_b, m.values);
+  m.word = stored(w.word_embeddings, values);
+  m.position = stored(w.position_embeddings, values);
+  m.token_type = stored(w.token_type_embeddings, values);
+  m.ln_g = stored(w.embeddings_ln_g, values);
+  m.ln_b = stored(w.embeddings_ln_b, values);
   for (const LayerWeights& L : w.layers) {
     SimulatedLayer s;
     s.query = linear(L.query_w, L.query_b);
     s.key = linear(L.key_w, L.key_b);
     s.value = linear(L.value_w, L.value_b);
     s.attention_out = linear(L.attention_out_w, L.attention_out_b);
-    s.lens_wo = arithmetic == Arithmetic::int8 ? stored(L.attention_out_w, kBinary32) : s.attention_out.w;
-    s.ln1_g = stored(L.attention_ln_g, m.values);
-    s.ln1_b = stored(L.attention_ln_b, m.values);
+    s.lens_wo = m.scheme.quantized_linear ? stored(L.attention_out_w, kBinary32) : s.attention_out.w;
+    s.ln1_g = stored(L.attention_ln_g, values);
+    s.ln1_b = stored(L.attention_ln_b, values);
     s.intermediate = linear(L.intermediate_w, L.intermediate_b);
     s.output = linear(L.output_w, L.output_b);
-    s.ln2_g = stored(L.output_ln_g, m.values);
-    s.ln2_b = stored(L.output_ln_b, m.values);
+    s.ln2_g = stored(L.output_ln_g, values);
+    s.ln2_b = stored(L.output_ln_b, values);
     m.simulated_layers.push_back(std::move(s));
   }
 }
@@ -246,7 +286,7 @@ Trace Oracle::forward(const Encoding& enc, Record record) const {
                                     if (!impl_->simulated) return run(enc, record);
                                     if (record != Record::everything)
                                       throw std::invalid_argument("a simulated arithmetic records every tensor");
-                                    return run_simulated(enc);
+                                    return run_simulated(enc, nullptr);
                                   });
 }
 
@@ -350,11 +390,15 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
   return trace;
 }
 
-// The forward of run(), every op explicit so that its output can be rounded: the op computed in fp64
-// from inputs in the format, then rounded (Impl::values; products read Impl::product_inputs).
-Trace Oracle::run_simulated(const Encoding& enc) const {
+// The forward of run(), every op explicit so that its output can be rounded where the scheme rounds:
+// each op computed in fp64 (or, for the local verdict's benchmark, fp32) from inputs as the scheme holds
+// them, its output rounded to the scheme's op format, and the values the scheme stores rounded to that.
+// Globally (local == nullptr) every op reads the values this forward computed. Locally every op reads
+// the candidate's own inputs from local->feed, and an op whose inputs the feed lacks is left out.
+Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
   torch::NoGradGuard no_grad;
   const Impl& m = *impl_;
+  const Scheme& s = m.scheme;
   const int64_t T = static_cast<int64_t>(enc.ids.size()), D = m.config.hidden_size,
                 H = m.config.num_attention_heads, Dh = D / H;
   const Arithmetic arithmetic = *m.simulated;
@@ -362,14 +406,28 @@ Trace Oracle::run_simulated(const Encoding& enc) const {
   Trace trace;
   // Every value is one of the format's, which binary32 holds exactly: the trace declares the format.
   trace.precision = arithmetic_name(arithmetic);
-  trace.producer = fmt::format("oracle {} (simulated in fp64)", arithmetic_name(arithmetic));
+  trace.producer = fmt::format("oracle {} (simulated in fp64{})", arithmetic_name(arithmetic),
+                               local ? local->fp32_ops ? ", each op from the candidate's inputs, in fp32"
+                                                       : ", each op from the candidate's inputs"
+                                     : "");
   trace.input_ids = enc.ids;
   trace.tokens = enc.tokens;
   trace.word_ids = enc.word_ids;
 
-  auto r = [&](const torch::Tensor& x) { return rounded(x, m.values); };
+  const bool fp32_ops = local && local->fp32_ops;
+  auto arith = [&](const torch::Tensor& x) { return fp32_ops ? x.to(torch::kFloat32) : x; };
+  auto back = [](const torch::Tensor& x) { return x.to(torch::kFloat64); };
+  auto op = [&](const torch::Tensor& x) { return rounded(back(x), s.ops); };
+  auto keep = [&](const torch::Tensor& x) { return rounded(x, s.stored); };
+  // What flows on from a value the trace records: stored by the scheme, or passed on at the ops' precision.
+  auto flows = [&](const torch::Tensor& x, bool kept_by_ort_cpu) {
+    return !s.fp32_between_casts || kept_by_ort_cpu ? keep(x) : x;
+  };
+  // Every operand is already a value of the op or stored format: only a coarser product input rounds it.
+  const bool round_inputs = s.product_inputs.digits < s.ops.digits;
+  auto product_input = [&](const torch::Tensor& x) { return round_inputs ? rounded(x, s.product_inputs) : x; };
   auto product = [&](const torch::Tensor& a, const torch::Tensor& b) {
-    return r(torch::matmul(rounded(a, m.product_inputs), rounded(b, m.product_inputs)));
+    return op(torch::matmul(arith(product_input(a)), arith(product_input(b))));
   };
   // DynamicQuantizeLinear, as ONNX Runtime computes it in fp32: the tensor's range widened to hold 0,
   // mapped onto uint8; returns the integers less the zero point, and the scale.
@@ -383,61 +441,134 @@ Trace Oracle::run_simulated(const Encoding& enc) const {
     return std::pair{q - zero_point, scale};
   };
   auto linear = [&](const torch::Tensor& x, const SimulatedLinear& l) {
-    if (arithmetic != Arithmetic::int8) return r(product(x, l.w.t()) + l.b);
+    if (!s.quantized_linear) return op(arith(product(x, l.w.t())) + arith(l.b));
     // MatMulInteger's exact integer sums, cast to fp32, times x_scale · w_scale (fp32), plus the bias.
     const auto [xq, x_scale] = quantized(x);
     const auto sums = rounded(torch::matmul(xq, l.q.t()), kBinary32);
-    return r(r(sums * rounded(x_scale * l.scales, kBinary32)) + l.b);
+    return op(arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32)))) + arith(l.b));
   };
   std::optional<SeededRng> probe;
   if (m.rounding_probe) probe.emplace(m.rounding_probe ^ 0x6c6e6f757470ULL);  // apart from the weights' draws
+  // The LayerNorm reads its input as stored (ONNX Runtime's float16 kernel reads fp16).
   auto norm = [&](const torch::Tensor& v, const torch::Tensor& g, const torch::Tensor& b) {
-    const auto y = r(m.layer_norm(v, g, b));
+    const auto y = keep(op(m.layer_norm(arith(keep(v)), arith(g), arith(b))));
     if (!probe) return y;
-    return stepped(y, m.values, random_directions(*probe, y));
+    return stepped(y, s.stored, random_directions(*probe, y));
   };
+
+  // The local probe: each recorded result moved one fp32 step before it is stored.
+  std::optional<SeededRng> local_probe;
+  if (local && local->probe) local_probe.emplace(local->probe);
+  auto record = [&](const std::string& name, const torch::Tensor& x) {
+    torch::Tensor y = x;
+    if (local_probe) y = stepped(rounded(x, kBinary32), kBinary32, random_directions(*local_probe, x));
+    trace.add(name, to_trace(keep(y)));
+  };
+  using Value = std::optional<torch::Tensor>;
+  // An op's input: globally this forward's own value. Locally the candidate's (none when its trace
+  // lacks it, holds it in another shape, or holds NaN or Inf), except where the scheme passes the value on
+  // in fp32 while the trace holds it rounded: there the op reads what this recomputation computed from
+  // the candidate's stored values, so that the local op runs from one stored value to the next, as the
+  // candidate does between its casts.
+  auto input = [&](const std::string& name, const Value& own, std::vector<int64_t> shape, bool kept_by_ort_cpu) -> Value {
+    if (!local || (s.fp32_between_casts && !kept_by_ort_cpu)) return own;
+    const Tensor* t = local->feed->find(name);
+    if (!t || t->shape != shape) return std::nullopt;
+    for (double v : t->values)
+      if (!std::isfinite(v)) return std::nullopt;
+    return torch::from_blob(const_cast<double*>(t->values.data()), shape, torch::kFloat64).clone();
+  };
+  auto all = [](std::initializer_list<const Value*> values) {
+    for (const Value* v : values)
+      if (!*v) return false;
+    return true;
+  };
+
   const auto ids = torch::tensor(enc.ids, torch::kInt64);
   // As BertEmbeddings adds them: word + token type, then + position.
-  auto x = norm(r(r(F::embedding(ids, m.word) + m.token_type[0]) + m.position.slice(0, 0, T)), m.ln_g, m.ln_b);
-  trace.add("embeddings.output", to_trace(x));
+  Value x = norm(op(arith(op(arith(F::embedding(ids, m.word)) + arith(m.token_type[0]))) +
+                    arith(m.position.slice(0, 0, T))),
+                 m.ln_g, m.ln_b);
+  record("embeddings.output", *x);
+  std::string x_name = "embeddings.output";
 
   for (size_t l = 0; l < m.simulated_layers.size(); ++l) {
     const SimulatedLayer& L = m.simulated_layers[l];
     const std::string p = "layer." + std::to_string(l) + ".";
     auto per_head = [&](const torch::Tensor& t) { return t.view({T, H, Dh}).transpose(0, 1); };
-    const auto q = per_head(linear(x, L.query)), k = per_head(linear(x, L.key)), v = per_head(linear(x, L.value));
-    trace.add(p + "attention.query", to_trace(q));
-    trace.add(p + "attention.key", to_trace(k));
-    trace.add(p + "attention.value", to_trace(v));
-    const auto scores = r(product(q, k.transpose(1, 2)) / r(torch::tensor(std::sqrt(double(Dh)))));
-    trace.add(p + "attention.scores", to_trace(scores));
-    const auto alpha = r(torch::softmax(scores, -1));
-    trace.add(p + "attention.probs", to_trace(alpha));
-    const auto context = product(alpha, v).transpose(0, 1).reshape({T, D});
-    trace.add(p + "attention.context", to_trace(context));
-    const auto attention = norm(r(linear(context, L.attention_out) + x), L.ln1_g, L.ln1_b);
-    trace.add(p + "attention.output", to_trace(attention));
+    const Value xi = input(x_name, x, {T, D}, true);
+    Value q, k, v;
+    if (xi) {
+      q = flows(per_head(linear(*xi, L.query)), true);
+      k = flows(per_head(linear(*xi, L.key)), true);
+      v = flows(per_head(linear(*xi, L.value)), true);
+      record(p + "attention.query", *q);
+      record(p + "attention.key", *k);
+      record(p + "attention.value", *v);
+    }
+    const Value qi = input(p + "attention.query", q, {H, T, Dh}, true), ki = input(p + "attention.key", k, {H, T, Dh}, true),
+                vi = input(p + "attention.value", v, {H, T, Dh}, true);
+    Value scores, alpha, context, attention;
+    if (all({&qi, &ki})) {
+      scores = op(arith(product(*qi, ki->transpose(1, 2))) / arith(op(torch::tensor(std::sqrt(double(Dh))))));
+      record(p + "attention.scores", *scores);
+      scores = flows(*scores, false);
+    }
+    const Value si = input(p + "attention.scores", scores, {H, T, T}, false);
+    if (si) {
+      alpha = op(torch::softmax(arith(*si), -1));
+      record(p + "attention.probs", *alpha);
+      alpha = flows(*alpha, false);
+    }
+    const Value ai = input(p + "attention.probs", alpha, {H, T, T}, false);
+    if (all({&ai, &vi})) {
+      context = flows(product(*ai, *vi).transpose(0, 1).reshape({T, D}), true);
+      record(p + "attention.context", *context);
+    }
+    const Value ci = input(p + "attention.context", context, {T, D}, true);
+    if (all({&ci, &xi})) {
+      attention = norm(op(arith(linear(*ci, L.attention_out)) + arith(*xi)), L.ln1_g, L.ln1_b);
+      record(p + "attention.output", *attention);
+    }
 
-    const auto value_norm = r(torch::linalg::vector_norm(v, 2, {-1}, false, {}));
-    trace.add(p + "value_norm", to_trace(value_norm));
-    const auto fx = product(v, L.lens_wo.view({D, H, Dh}).permute({1, 2, 0}));  // [H, T, D]
-    const auto transformed_norm = r(torch::linalg::vector_norm(fx, 2, {-1}, false, {}));
-    trace.add(p + "transformed_norm", to_trace(transformed_norm));
-    trace.add(p + "lens.value_norm", to_trace(r(alpha * value_norm.unsqueeze(1))));
-    trace.add(p + "lens.transformed_norm", to_trace(r(alpha * transformed_norm.unsqueeze(1))));
-    const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));  // as run() blocks it
-    std::vector<torch::Tensor> summed;
-    const auto fx_in = rounded(fx, m.product_inputs);
-    for (int64_t i = 0; i < T; i += block)
-      summed.push_back(r(torch::linalg::vector_norm(
-          r(torch::einsum("hij,hjd->ijd", {rounded(alpha.slice(1, i, std::min(T, i + block)), m.product_inputs), fx_in})),
-          2, {-1}, false, {})));
-    trace.add(p + "lens.summed_transformed_norm", to_trace(torch::cat(summed)));
+    if (vi) {
+      const auto value_norm = op(torch::linalg::vector_norm(arith(*vi), 2, {-1}, false, {}));
+      record(p + "value_norm", value_norm);
+      const auto fx = product(*vi, L.lens_wo.view({D, H, Dh}).permute({1, 2, 0}));  // [H, T, D]
+      const auto transformed_norm = op(torch::linalg::vector_norm(arith(fx), 2, {-1}, false, {}));
+      record(p + "transformed_norm", transformed_norm);
+      const Value value_norm_i = input(p + "value_norm", flows(value_norm, false), {H, T}, false),
+                  transformed_norm_i = input(p + "transformed_norm", flows(transformed_norm, false), {H, T}, false);
+      if (all({&ai, &value_norm_i})) record(p + "lens.value_norm", op(arith(*ai) * arith(value_norm_i->unsqueeze(1))));
+      if (all({&ai, &transformed_norm_i}))
+        record(p + "lens.transformed_norm", op(arith(*ai) * arith(transformed_norm_i->unsqueeze(1))));
+      if (ai) {
+        const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));  // as run() blocks it
+        std::vector<torch::Tensor> summed;
+        const auto fx_in = arith(product_input(fx));
+        for (int64_t i = 0; i < T; i += block)
+          summed.push_back(op(torch::linalg::vector_norm(
+              arith(op(torch::einsum("hij,hjd->ijd",
+                                     {arith(product_input(ai->slice(1, i, std::min(T, i + block)))), fx_in}))),
+              2, {-1}, false, {})));
+        record(p + "lens.summed_transformed_norm", torch::cat(summed));
+      }
+    }
 
-    const auto inter = r(m.activation(linear(attention, L.intermediate)));
-    trace.add(p + "intermediate", to_trace(inter));
-    x = norm(r(linear(inter, L.output) + attention), L.ln2_g, L.ln2_b);
-    trace.add(p + "output", to_trace(x));
+    const Value attention_i = input(p + "attention.output", attention, {T, D}, true);
+    Value inter;
+    if (attention_i) {
+      inter = op(m.activation(arith(linear(*attention_i, L.intermediate))));
+      record(p + "intermediate", *inter);
+      inter = flows(*inter, false);
+    }
+    const Value inter_i = input(p + "intermediate", inter, {T, m.config.intermediate_size}, false);
+    x = std::nullopt;
+    if (all({&inter_i, &attention_i})) {
+      x = norm(op(arith(linear(*inter_i, L.output)) + arith(*attention_i)), L.ln2_g, L.ln2_b);
+      record(p + "output", *x);
+    }
+    x_name = p + "output";
   }
   return trace;
 }

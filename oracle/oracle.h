@@ -35,11 +35,26 @@ class Oracle {
   // LayerNorm output one step of the format it is stored in (one quantization step for int8 weights).
   static Oracle computing_in(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
                              uint64_t rounding_probe = 0);
+  // The simulated forward of computing_in for every scheme, fp32 included: what recompute_locally runs on.
+  static Oracle recomputing_in(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic);
   ~Oracle();
   Oracle(Oracle&&) noexcept;
 
   // Record::everything: every tensor of trace_schema(); Record::output: a plain libtorch forward.
   Trace forward(const Encoding& encoding, Record record = Record::everything) const;
+
+  // The local verdict's references (gate/verify.h): every tensor of `candidate` that one op of the
+  // forward computes from tensors the candidate holds, recomputed from those in this oracle's scheme
+  // (an oracle made by recomputing_in). `exact`: the op's own arithmetic in fp64, its output rounded where
+  // the scheme rounds; `fp32`: the same op in fp32; `probes`: the fp32 op with each result moved one fp32
+  // step before it is stored. Where the scheme passes a value on in fp32 that the trace holds rounded
+  // (fp16-ort-cpu), the op runs on from the last stored values, as the candidate does between its casts.
+  // A tensor whose inputs the candidate lacks, or holds misshapen or not finite, is in none of them.
+  struct LocalReferences {
+    Trace exact, fp32;
+    std::vector<Trace> probes;
+  };
+  LocalReferences recompute_locally(const Trace& candidate, int probes) const;
 
   // Which BLAS libtorch runs on and its thread count, for reports ("OpenBLAS 0.3.21, 1 thread").
   static std::string backend();
@@ -50,7 +65,12 @@ class Oracle {
   void load(const BertConfig& config, const BertWeights& weights, Precision precision);
   void load_simulated(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic);
   Trace run(const Encoding& encoding, Record record) const;
-  Trace run_simulated(const Encoding& encoding) const;
+  struct Local {
+    const Trace* feed;   // the candidate, whose tensors each op reads as its inputs
+    bool fp32_ops;       // each op in fp32, else fp64
+    uint64_t probe;      // the local probe's seed; 0: none
+  };
+  Trace run_simulated(const Encoding& encoding, const Local* local) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -176,7 +176,7 @@ RC_GTEST_PROP(EncoderProperties, TheRuntimeRaisesNoFalseAlarmUnderTheDerivedGate
   RC_CLASSIFY(one_hot, "a row one-hot in fp32");
 }
 
-RC_GTEST_PROP(EncoderProperties, ScalingOneTensorOfEveryTraceByAPowerOfTwoLeavesItsVerdictAndRatioUnchanged, ()) {
+RC_GTEST_PROP(EncoderProperties, ScalingOneTensorOfEveryTraceByAPowerOfTwoLeavesItsGlobalRatioUnchanged, ()) {
   JudgedRun r = judged_run();
   // Faults of every size, so that failing verdicts are held to it as well as passing ones.
   const double fault = *rc::gen::element(0.0, 1e-6, 1e-4, 1e-2);
@@ -200,11 +200,11 @@ RC_GTEST_PROP(EncoderProperties, ScalingOneTensorOfEveryTraceByAPowerOfTwoLeaves
   const TensorComparison &a = of(before), &b = of(after);
   RC_ASSERT(a.derived.has_value());
   RC_ASSERT(b.derived.has_value());
-  RC_ASSERT(a.pass == b.pass);
+  // The global verdict's ratio (the local one recomputes the ops that read the scaled tensor).
   if (!prop::same_bits(a.derived->ratio, b.derived->ratio))
     RC_FAIL(fmt::format("{} scaled by 2^{}: ratio {:.17g} became {:.17g}", name, power, a.derived->ratio,
                         b.derived->ratio));
-  RC_TAG(a.pass ? "passes" : "fails");
+  RC_TAG(a.derived->ratio <= a.tolerance.k ? "passes" : "fails");
 }
 
 RC_GTEST_PROP(EncoderProperties, EveryAttentionRowIsNonNegativeAndSumsToOneWithinNTimesEpsilon, ()) {

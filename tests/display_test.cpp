@@ -2,6 +2,8 @@
 // row by row, with rows the declared arithmetic cannot decide kept apart from wrong ones.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "audit/study_plan.h"
@@ -83,6 +85,12 @@ TEST(Display, ARowThatSinksWhereTheTruthDoesNotIsWrongUnderEveryLens) {
     EXPECT_TRUE(names_the_sink) << lens_name(row.lens);
   }
   EXPECT_EQ(wrong_lenses.size(), plan().lenses.size());
+  // The headline counts them as rows that print differently, beyond what fp32 explains.
+  const size_t wrong = r.display->wrong();
+  EXPECT_EQ(r.display->differing(), wrong);
+  EXPECT_NE(r.display->headline("fp32").find(fmt::format("{} of {} rows print differently from fp64: 0 within fp32's "
+                                                         "error, {} beyond it", wrong, r.display->rows, wrong)),
+            std::string::npos) << r.display->headline("fp32");
 }
 
 TEST(Display, ACoarserDeclaredArithmeticLeavesMoreRowsUndecidableAndNoneWrong) {
@@ -92,6 +100,7 @@ TEST(Display, ACoarserDeclaredArithmeticLeavesMoreRowsUndecidableAndNoneWrong) {
                                              {.arithmetic = Arithmetic::int8, .plan = &plan()});
   ASSERT_TRUE(fp32.display && int8.display);
   EXPECT_EQ(int8.display->wrong(), 0u);  // the fp32 runtime errs far less than int8 may
+  EXPECT_EQ(int8.display->differing(), int8.display->explained());
   EXPECT_GT(int8.display->undecidable(), 5 * std::max<size_t>(1, fp32.display->undecidable()));
   for (const DisplayRow& row : int8.display->flagged)
     for (const DisplayItem& i : row.items) {
