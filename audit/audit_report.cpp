@@ -163,7 +163,7 @@ std::vector<std::pair<double, size_t>> marked_thresholds(const AuditResult& r, s
 // of every row per lens (the empirical cumulative distribution of the sink share, read from the
 // histograms the verdict's medians come from), with the plan's thresholds and the rows past each.
 std::string sink_share_picture(const AuditResult& r) {
-  const int left = 150, width = 600, canvas = left + width + 40, lane = 70, panel = 90, font = 12;
+  const int left = 180, width = 600, canvas = left + width + 40, lane = 70, panel = 90, font = 12;
   const int lenses = static_cast<int>(r.stats.size());
   std::string body;
   int y = 22;
@@ -193,8 +193,8 @@ std::string sink_share_picture(const AuditResult& r) {
   }
 
   y = strip_bottom + 50;
-  y = text_lines(body, wrapped(fmt::format("Every row ({} in all): the fraction of a lens's rows whose sink share is at "
-                                           "most x, with the thresholds marked and the rows past each",
+  y = text_lines(body, wrapped(fmt::format("Every row ({} in all): how many of a lens's rows have a sink share above "
+                                           "x, on a logarithmic scale, with the thresholds marked and the rows past each",
                                            r.total_rows),
                                14, canvas - left - 10),
                  left, y, 14);
@@ -204,28 +204,41 @@ std::string sink_share_picture(const AuditResult& r) {
     body += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ccc\"/>\n", left,
                         top, width, panel);
     share_axis(body, left, width, top, bottom, false);
-    body += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 10, top + panel / 2 + 4,
+    body += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 40, top + panel / 2 + 4,
                         lens_name(l.lens));
-    body += fmt::format("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\">1</text>\n<text x=\"{0}\" y=\"{2}\" "
-                        "text-anchor=\"end\">0</text>\n", left - 3, top + 9, bottom);
     const Histogram& h = r.shares.at(size_t(li));
     const uint64_t defined = h.count();
+    // Row counts on a log scale, one decade per step up to the lens's rows; 0 rows at the bottom
+    // edge, a row a step above it, so that the few rows past a threshold stay visible among millions.
+    const int decades = std::max(1, int(std::ceil(std::log10(double(std::max<uint64_t>(defined, 1))))));
+    const int floor_gap = 10;
+    auto y_of = [&](uint64_t rows) {
+      return rows == 0 ? double(bottom)
+                       : bottom - floor_gap - std::log10(double(rows)) / decades * (panel - floor_gap);
+    };
+    const int label_every = (panel - floor_gap) / decades >= 11 ? 1 : 2;
+    for (int k = 0; k <= decades; k += label_every)
+      body += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n", left - 3,
+                          y_of(uint64_t(std::pow(10, k))) + 3, k < 3 ? std::to_string(int(std::pow(10, k)))
+                                                                     : k < 6 ? fmt::format("{}k", int(std::pow(10, k - 3)))
+                                                                             : fmt::format("{}M", int(std::pow(10, k - 6))));
+    body += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">0</text>\n", left - 3, bottom + 3);
     // The buckets gathered into the pixel columns they fall in (a step drawn at most a pixel early),
     // so the picture stays the same size however many rows and buckets there are.
     std::vector<uint64_t> columns(size_t(width), 0);
     for (const auto& [bucket, count] : h.buckets())
       columns[std::min(size_t(width) - 1, size_t(double(bucket) * Histogram::kShareWidth * width))] += count;
-    std::string points = fmt::format("{},{}", left, bottom);
-    uint64_t seen = 0;
+    std::string points = fmt::format("{},{:.1f}", left, y_of(defined));
+    uint64_t above = defined;
     for (int column = 0; column < width; ++column) {
       if (!columns[size_t(column)]) continue;
-      points += fmt::format(" {},{:.1f}", left + column, bottom - double(seen) / double(defined) * panel);
-      seen += columns[size_t(column)];
-      points += fmt::format(" {},{:.1f}", left + column, bottom - double(seen) / double(defined) * panel);
+      points += fmt::format(" {},{:.1f}", left + column, y_of(above));
+      above -= columns[size_t(column)];
+      points += fmt::format(" {},{:.1f}", left + column, y_of(above));
     }
     if (defined)
       body += fmt::format("<polyline points=\"{} {},{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>\n", points,
-                          left + width, top, kLensColours[li % 4]);
+                          left + width, bottom, kLensColours[li % 4]);
     std::vector<std::string> past;
     for (const auto& [threshold, rows] : marked_thresholds(r, size_t(li))) {
       body += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#c33\" "

@@ -272,7 +272,11 @@ std::vector<SvgText> svg_texts(const std::string& svg, double default_font_size)
 TEST(Picture, EveryTextFitsItsCanvasAndEveryRowIsInTheDistribution) {
   AuditResult r = hand_made_audit({{0.9, 0.6}, {0.2, 0.1}, {0.4, 0.45}, {0.7, 0.3}});
   r.plan.abandon_if.push_back({Lens::value_norm, Stat::rows_with_sink_above, 0.25, 0.0, {}, 3});
-  for (AuditRow& row : r.rows) row.sentence = "a-sentence-id-as-long-as-a-corpus-line & <its> \"quotes\"";
+  r.plan.lenses.push_back(Lens::transformed_norm);  // the longest lens name
+  for (AuditRow& row : r.rows) {
+    row.sentence = "a-sentence-id-as-long-as-a-corpus-line & <its> \"quotes\"";
+    row.by_lens.push_back(row.by_lens.back());
+  }
   summarise_audit(r);
   r.total_rows = 1147483;  // a corpus's: the title then names the shown rows and the whole
   const auto dir = test::temp_dir("picture");
@@ -294,7 +298,7 @@ TEST(Picture, EveryTextFitsItsCanvasAndEveryRowIsInTheDistribution) {
   }
   // One cumulative distribution per lens; under value_norm the plan's 25 % threshold with its 3 rows.
   const std::regex polyline("<polyline");
-  EXPECT_EQ(std::distance(std::sregex_iterator(svg.begin(), svg.end(), polyline), std::sregex_iterator()), 2);
+  EXPECT_EQ(std::distance(std::sregex_iterator(svg.begin(), svg.end(), polyline), std::sregex_iterator()), 3);
   EXPECT_NE(svg.find("4 rows: 3 past 25.0 %, 1 past 50.0 %, 0 past 90.0 %"), std::string::npos) << svg;
   EXPECT_NE(svg.find("&amp; &lt;its&gt;"), std::string::npos);
 }
