@@ -88,6 +88,7 @@ std::string shown_rows(const AuditResult& r) {
              : fmt::format("the {} rows of the first {} sentences", r.rows.size(), kShownSentences);
 }
 
+// Sentence ids and words of a real corpus hold &, <, > and quotes, which SVG text must escape.
 std::string xml_escaped(const std::string& text) {
   std::string s;
   for (char c : text) {
@@ -135,17 +136,21 @@ int text_lines(std::string& svg, const std::vector<std::string>& lines, int x, i
 
 const char* const kLensColours[] = {"#444", "#1f77b4", "#2ca02c", "#9467bd"};
 
-// Sink-share gridlines from top to bottom at 0, 25, 50, 75, 90 and 100 % (50 and 90 % dashed red),
-// labelled below the bottom when `labelled`.
-void share_axis(std::string& svg, int left, int width, int top, int bottom, bool labelled) {
-  for (double x : {0.0, 0.25, 0.5, 0.75, 0.9, 1.0}) {
+constexpr double kGridShares[] = {0.0, 0.25, 0.5, 0.75, 0.9, 1.0};
+
+// Sink-share gridlines from top to bottom at kGridShares (50 and 90 % dashed red).
+void share_gridlines(std::string& svg, int left, int width, int top, int bottom) {
+  for (double x : kGridShares) {
     const bool flagged = x == 0.5 || x == 0.9;
     svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"{3}\" stroke-dasharray=\"{4}\"/>\n",
                        left + x * width, top, bottom, flagged ? "#c33" : "#ccc", flagged ? "4 3" : "");
-    if (labelled)
-      svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.0f} %</text>\n", left + x * width,
-                         bottom + 15, 100 * x);
   }
+}
+
+// The gridlines' sink shares, as labels on the baseline y.
+void share_labels(std::string& svg, int left, int width, int y) {
+  for (double x : kGridShares)
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.0f} %</text>\n", left + x * width, y, 100 * x);
 }
 
 // The sink-share thresholds marked under one lens, each with the exact count of rows past it: the
@@ -173,7 +178,8 @@ std::string sink_share_picture(const AuditResult& r) {
                  left, y, 14);
   const int strip_top = y;
   const int strip_bottom = strip_top + lane * lenses;
-  share_axis(body, left, width, strip_top, strip_bottom, true);
+  share_gridlines(body, left, width, strip_top, strip_bottom);
+  share_labels(body, left, width, strip_bottom + 15);
   for (int li = 0; li < lenses; ++li) {
     const int y0 = strip_top + li * lane;
     body += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 10, y0 + lane / 2 + 4,
@@ -203,7 +209,7 @@ std::string sink_share_picture(const AuditResult& r) {
     const int top = y + 4, bottom = top + panel;
     body += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ccc\"/>\n", left,
                         top, width, panel);
-    share_axis(body, left, width, top, bottom, false);
+    share_gridlines(body, left, width, top, bottom);
     body += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 40, top + panel / 2 + 4,
                         lens_name(l.lens));
     const Histogram& h = r.shares.at(size_t(li));
@@ -251,7 +257,7 @@ std::string sink_share_picture(const AuditResult& r) {
                 : fmt::format("{} rows, every one undefined: nothing to draw", l.rows);
     y = text_lines(body, wrapped(note, font, width), left, bottom + 15, font);
   }
-  share_axis(body, left, width, y - 10, y - 10, true);
+  share_labels(body, left, width, y + 5);
   const int height = y + 20;
   return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
                      "font-size=\"{}\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n{}</svg>\n",
