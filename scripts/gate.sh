@@ -21,9 +21,10 @@ phase verify build/lenscheck verify --model build/fixtures/bert-mini --sentences
 phase mutate build/lenscheck mutate --model build/fixtures/bert-mini --model build/fixtures/trained-mini \
   --model build/fixtures/bert-base-shape --model build/fixtures/planted-sink --model build/fixtures/saturated-sink \
   --report "$out/mutate.md" --json "$out/mutate.json"
-# Exit 0 PROCEED, 3 ABANDON: both are verdicts, not failures of the gate.
+# Exit 0 PROCEED, 3 ABANDON: both are verdicts, not failures of the gate. The third audit runs the
+# first study at corpus scale on real English (Moby-Dick, written by scripts/build.sh) on trained-mini.
 status=0
-for plan in norm-weighted-attention saturated-sink; do
+for plan in norm-weighted-attention saturated-sink norm-weighted-attention-moby-dick; do
   s=0
   phase audit build/lenscheck audit --plan "fixtures/studies/$plan.yaml" --out "$out/$plan" || s=$?
   [ "$s" -eq 0 ] || [ "$s" -eq 3 ] || status=$s

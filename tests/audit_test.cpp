@@ -6,6 +6,8 @@
 
 #include <cfloat>
 #include <cmath>
+#include <limits>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -108,7 +110,7 @@ AuditResult hand_made_audit(const std::vector<std::pair<double, double>>& attent
                        {Lens::value_norm, Stat::rows_with_sink_above, 0.5, 0.0, {}, 2}};
   int w = 0;
   for (auto [a, v] : attention_vs_value_sink) {
-    AuditRow row{"s", w++, {"a", "b", "c"}, {}};
+    AuditRow row{"s", w++, {"a", "b", "c", "d", "e"}, {}};
     row.by_lens.push_back(row_of({1 - a, 0, 0}, a, 0, {0, 0}));
     row.by_lens.push_back(row_of({1 - v, 0, 0}, v, 0, {0, a > 0.5 ? 1 : 0}));
     r.rows.push_back(row);
@@ -163,6 +165,142 @@ TEST(Verdict, WorseningFromANearZeroBaselineIsReportedInPointsBesideTheBaseline)
   EXPECT_NEAR(json["lenses"][1]["largest_worsening_points"].get<double>(), 49.9, 1e-9);
   EXPECT_EQ(json["lenses"][1]["largest_worsening_points_baseline_share"].get<double>(), 0.001);
   EXPECT_EQ(json["lenses"][1]["largest_relative_worsening_baseline_share"].get<double>(), 0.001);
+}
+
+namespace {
+
+// Every figure a report prints before " %", " pp" or "×": what a reader would take for a magnitude.
+std::vector<double> printed_figures(const std::string& text) {
+  static const std::regex figure(R"(([-+]?[0-9][0-9.eE+-]*) ?(%|pp|×))");
+  std::vector<double> figures;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), figure); it != std::sregex_iterator(); ++it)
+    figures.push_back(std::stod((*it)[1].str()));
+  return figures;
+}
+
+void expect_only_finite_numbers(const nlohmann::json& j, const std::string& at) {
+  if (j.is_number()) {
+    EXPECT_TRUE(std::isfinite(j.get<double>()) && std::fabs(j.get<double>()) < 1e6) << at << " = " << j.dump();
+  } else if (j.is_structured()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      expect_only_finite_numbers(*it, at + "/" + (j.is_object() ? it.key() : "[]"));
+  }
+}
+
+// What every report of a result must hold: no NaN or infinity, and no figure past 100 000 % (a rise
+// from a baseline share of kShareResolution to 100 % is 99 900 %).
+// Returns the folder the reports were written to.
+std::filesystem::path expect_honest_reports(const AuditResult& r, const std::string& name) {
+  const auto dir = test::temp_dir(name);
+  write_audit_reports(r, dir);
+  // As fmt and the standard library print them; the reports' prose says "NaN" and "Inf".
+  static const std::regex not_a_number(R"(\b(nan|inf|infinity)\b)");
+  for (const char* file : {"audit.md", "audit.json", "sink-shares.svg"}) {
+    const std::string text = test::read_file(dir / file);
+    EXPECT_FALSE(std::regex_search(text, not_a_number)) << file;
+    for (double x : printed_figures(text)) EXPECT_LE(std::fabs(x), 1e5) << file;
+  }
+  expect_only_finite_numbers(nlohmann::json::parse(test::read_file(dir / "audit.json")), "audit.json");
+  return dir;
+}
+
+}  // namespace
+
+// Baselines of exactly 0, the smallest subnormal and 1e-40 (all printed as 0.0 %): the rises from
+// them are given in percentage points, never relative, and the median's wording follows its sign.
+TEST(Verdict, NoRelativeFigureFromABaselineBelowThePrintedResolution) {
+  const AuditResult r =
+      hand_made_audit({{0, 0.3}, {std::numeric_limits<double>::denorm_min(), 0.2}, {1e-40, 2e-40}, {0.0004, 0.0009}, {0.5, 0.4}});
+  const LensStats& v = r.stats[1];
+  EXPECT_EQ(v.worse, 4u);
+  EXPECT_EQ(v.worse_by_resolution, 2u);  // 0 → 30 % and 0.0 % → 20 %; 1e-40 → 2e-40 and 0.04 % → 0.09 % do not show
+  EXPECT_TRUE(v.relative_worsening.where.empty());
+  EXPECT_NEAR(v.points_worsening.value, 0.3, 1e-12);
+  const std::string conclusion = audit_conclusion(r);
+  EXPECT_NE(conclusion.find("the median rises to 20.0 % from the baseline's 0.0 % (+20.0 percentage points)"),
+            std::string::npos) << conclusion;
+  EXPECT_NE(conclusion.find("no relative rise is given"), std::string::npos) << conclusion;
+  const auto dir = expect_honest_reports(r, "sub-resolution");
+  const auto json = nlohmann::json::parse(test::read_file(dir / "audit.json"));
+  EXPECT_TRUE(json["lenses"][1]["largest_relative_worsening"].is_null());
+  EXPECT_EQ(json["lenses"][1]["rows_worse_by_resolution"], 2);
+}
+
+TEST(Verdict, TheMedianStaysWhereItsPrintedFigureDoesNotMoveAndFallsWhereItDoes) {
+  const AuditResult stays = hand_made_audit({{1e-40, 2e-40}, {0, 1e-30}, {0, 0}});
+  EXPECT_NE(audit_conclusion(stays).find("the median stays at 0.0 % (the baseline's 0.0 %)"), std::string::npos)
+      << audit_conclusion(stays);
+  expect_honest_reports(stays, "stays");
+  const AuditResult falls = hand_made_audit({{0.6, 0.3}});
+  EXPECT_NE(audit_conclusion(falls).find("the median falls to 30.0 % from the baseline's 60.0 % (-30.0 percentage "
+                                         "points, 0.50× the baseline)"),
+            std::string::npos) << audit_conclusion(falls);
+}
+
+namespace {
+
+struct SvgText {
+  double x, y, font_size;
+  std::string anchor, text;
+};
+
+// The <text> elements of an SVG, entities read as the one character each stands for.
+std::vector<SvgText> svg_texts(const std::string& svg, double default_font_size) {
+  static const std::regex element(R"(<text ([^>]*)>([^<]*)</text>)");
+  static const std::regex attribute(R"re(([a-z-]+)="([^"]*)")re");
+  static const std::regex entity("&[a-z]+;");
+  std::vector<SvgText> texts;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), element); it != std::sregex_iterator(); ++it) {
+    SvgText t{0, 0, default_font_size, "start", std::regex_replace((*it)[2].str(), entity, "&")};
+    const std::string attributes = (*it)[1].str();
+    for (auto a = std::sregex_iterator(attributes.begin(), attributes.end(), attribute); a != std::sregex_iterator(); ++a) {
+      const std::string name = (*a)[1].str(), value = (*a)[2].str();
+      if (name == "x") t.x = std::stod(value);
+      if (name == "y") t.y = std::stod(value);
+      if (name == "font-size") t.font_size = std::stod(value);
+      if (name == "text-anchor") t.anchor = value;
+    }
+    texts.push_back(t);
+  }
+  return texts;
+}
+
+}  // namespace
+
+// Every title and label of the picture inside its canvas, at 0.6 em a character (sans-serif faces
+// average nearer 0.5 em), and the distribution of every row drawn per lens with the plan's thresholds.
+TEST(Picture, EveryTextFitsItsCanvasAndEveryRowIsInTheDistribution) {
+  AuditResult r = hand_made_audit({{0.9, 0.6}, {0.2, 0.1}, {0.4, 0.45}, {0.7, 0.3}});
+  r.plan.abandon_if.push_back({Lens::value_norm, Stat::rows_with_sink_above, 0.25, 0.0, {}, 3});
+  r.plan.lenses.push_back(Lens::transformed_norm);  // the longest lens name
+  for (AuditRow& row : r.rows) {
+    row.sentence = "a-sentence-id-as-long-as-a-corpus-line & <its> \"quotes\"";
+    row.by_lens.push_back(row.by_lens.back());
+  }
+  summarise_audit(r);
+  r.total_rows = 1147483;  // a corpus's: the title then names the shown rows and the whole
+  const auto dir = test::temp_dir("picture");
+  write_audit_reports(r, dir);
+  const std::string svg = test::read_file(dir / "sink-shares.svg");
+  std::smatch size;
+  ASSERT_TRUE(std::regex_search(svg, size, std::regex(R"re(width="([0-9]+)" height="([0-9]+)")re")));
+  const double width = std::stod(size[1]), height = std::stod(size[2]);
+  const std::vector<SvgText> texts = svg_texts(svg, 12);
+  ASSERT_GT(texts.size(), 10u);
+  for (const SvgText& t : texts) {
+    const double extent = 0.6 * t.font_size *
+                          double(std::count_if(t.text.begin(), t.text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+    const double start = t.anchor == "end" ? t.x - extent : t.anchor == "middle" ? t.x - extent / 2 : t.x;
+    EXPECT_GE(start, 0) << t.text;
+    EXPECT_LE(start + extent, width) << t.text;
+    EXPECT_GE(t.y - t.font_size, 0) << t.text;
+    EXPECT_LE(t.y, height) << t.text;
+  }
+  // One cumulative distribution per lens; under value_norm the plan's 25 % threshold with its 3 rows.
+  const std::regex polyline("<polyline");
+  EXPECT_EQ(std::distance(std::sregex_iterator(svg.begin(), svg.end(), polyline), std::sregex_iterator()), 3);
+  EXPECT_NE(svg.find("4 rows: 3 past 25.0 %, 1 past 50.0 %, 0 past 90.0 %"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("&amp; &lt;its&gt;"), std::string::npos);
 }
 
 namespace {
