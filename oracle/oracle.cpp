@@ -180,13 +180,22 @@ Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int pr
   return translating_torch_errors(arithmetic_name(*impl_->simulated) + " (simulated in fp64)",
                                   "recompute the candidate's ops", [&] {
     LocalReferences r;
-    const Local exact{&candidate, false, 0}, fp32{&candidate, true, 0};
+    Trace unstored;
+    const Local exact{&candidate, false, nullptr}, fp32{&candidate, true, &unstored};
     r.exact = run_simulated(enc, &exact);
     r.fp32 = run_simulated(enc, &fp32);
+    // Each result of the fp32 ops moved one fp32 step, up or down as the seed draws, then stored: no
+    // op reads a recorded result, so the probes need no forward of their own.
+    const FloatFormat stored = impl_->scheme.stored;
     for (int seed = 1; seed <= probes; ++seed) {
-      const Local probe{&candidate, true, uint64_t(seed)};
-      r.probes.push_back(run_simulated(enc, &probe));
-      r.probes.back().producer += fmt::format(", results moved one fp32 step (seed {})", seed);
+      SeededRng rng{uint64_t(seed)};
+      Trace& probe = r.probes.emplace_back(r.fp32);
+      probe.producer += fmt::format(", results moved one fp32 step (seed {})", seed);
+      for (auto& [name, tensor] : probe.tensors) {
+        const Tensor& x = *unstored.find(name);
+        for (size_t i = 0; i < x.values.size(); ++i)
+          tensor.values[i] = round_to(stored, step_in(kBinary32, round_to(kBinary32, x.values[i]), rng.next() & 1));
+      }
     }
     return r;
   });
@@ -456,13 +465,10 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
     return stepped(y, s.stored, random_directions(*probe, y));
   };
 
-  // The local probe: each recorded result moved one fp32 step before it is stored.
-  std::optional<SeededRng> local_probe;
-  if (local && local->probe) local_probe.emplace(local->probe);
+  // Each recorded result as stored, and before it is stored where the local probes are to step it.
   auto record = [&](const std::string& name, const torch::Tensor& x) {
-    torch::Tensor y = x;
-    if (local_probe) y = stepped(rounded(x, kBinary32), kBinary32, random_directions(*local_probe, x));
-    trace.add(name, to_trace(keep(y)));
+    trace.add(name, to_trace(keep(x)));
+    if (local && local->unstored) local->unstored->add(name, to_trace(x));
   };
   using Value = std::optional<torch::Tensor>;
   // An op's input: globally this forward's own value. Locally the candidate's (none when its trace

@@ -68,7 +68,7 @@ class Oracle {
   struct Local {
     const Trace* feed;   // the candidate, whose tensors each op reads as its inputs
     bool fp32_ops;       // each op in fp32, else fp64
-    uint64_t probe;      // the local probe's seed; 0: none
+    Trace* unstored;     // when set, receives each recorded result before the scheme stores it
   };
   Trace run_simulated(const Encoding& encoding, const Local* local) const;
   struct Impl;
