@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # reports/verify-onnxruntime.md: ONNX Runtime judged as a candidate at fp32, fp16 and int8 on bert-mini
 # and trained-mini, each under the arithmetic it declares (and fp16, int8 also as if they declared fp32),
-# per tensor family, with the display verdict of each, from an existing build (scripts/build.sh) and its
+# per tensor family, both verdicts (global and local), with the display verdict of each, from an existing
+# build (scripts/build.sh) and its
 # fixtures. Exit 1 if a candidate fails under its declared arithmetic on either fixture.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +25,9 @@ for fixture in bert-mini trained-mini; do
     summary[$fixture-$run]=$code
   done
 done
-ratios() {  # "worst (median)" per family, from verify's printed summary
-  grep -E '^  [a-z]' "$1" | sed -E 's/^ +[^ ]+ +([0-9.e+]+)x.*median ([0-9.e+]+)x.*/\1× (\2×)/'
+ratios() {  # "global worst (median) · local worst" per family, from verify's printed summary
+  grep -E '^  [a-z]' "$1" |
+    sed -E 's/^ +[^ ]+ +([0-9.e+]+)x.*median ([0-9.e+]+)x.*; local (global only|[0-9.e+]+x).*/\1× (\2×) · \3/; s/([0-9])x$/\1×/'
 }
 {
   echo "# ONNX Runtime as a candidate"
@@ -33,11 +35,13 @@ ratios() {  # "worst (median)" per family, from verify's printed summary
   echo "\`scripts/onnxruntime-report.sh\` on $(git describe --always --dirty): \`lenscheck verify --candidate"
   echo "onnxruntime[:fp16|:int8]\` on the 14 bundled sentences, onnxruntime-node $(node -p 'require("./.deps/npm/node_modules/onnxruntime-node/package.json").version')"
   echo "(CPU execution provider, 1 intra-op thread, graph optimization all), derived rule against libtorch fp64."
-  echo "Each candidate is judged under the arithmetic it declares: its benchmark is libtorch computing in that"
-  echo "arithmetic (fp32 natively; fp16 and int8 simulated in fp64, oracle/oracle.h), with k = 16 for every format."
-  echo "Each figure is the candidate's error as a multiple of that benchmark's, worst over sentences and layers"
-  echo "(median in brackets). The last two columns judge fp16 and int8 as if they declared fp32: how a lower"
-  echo "precision fails the fp32 contract. Full reports: \`reports/onnxruntime/<fixture>-<run>.md\`."
+  echo "Each candidate is judged under the scheme it declares (fp32, fp16-ort-cpu, int8; README, \"Schemes\"),"
+  echo "twice, with k = 16 for both: globally, its error against the fp64 truth as a multiple of libtorch's"
+  echo "computing in the scheme (fp32 natively, the others simulated in fp64, oracle/oracle.h), worst over"
+  echo "sentences and layers (median in brackets); and locally (after ·), each tensor's op recomputed in the"
+  echo "scheme from the candidate's own inputs, its error as a multiple of the op's own rounding spread, worst."
+  echo "The last two columns judge fp16 and int8 as if they declared fp32: how a lower precision fails the fp32"
+  echo "contract. Full reports: \`reports/onnxruntime/<fixture>-<run>.md\`."
   echo
   for fixture in bert-mini trained-mini; do
     echo "## $fixture"
