@@ -36,6 +36,10 @@ void record(std::map<std::string, FamilyRatios>& families, const TraceComparison
       FamilyRatios& f = families[family_of(t.name)];
       f.ratios.values.push_back(t.derived->ratio);
       if (t.derived->benchmark_error < t.derived->floor) ++f.floored;
+      if (t.local) {
+        f.local.values.push_back(t.local->ratio);
+        if (t.local->benchmark_error < t.local->floor) ++f.local_floored;
+      }
     }
 }
 
@@ -276,11 +280,13 @@ namespace {
 std::string delta_text(double d) { return d == 0 ? "none" : fmt::format("{:.0e}", d); }
 
 std::string families_table(const std::map<std::string, FamilyRatios>& families) {
-  std::string s = "| tensor family | tensors | worst ratio | 99th percentile | median | floor binding |\n"
-                  "|---|---|---|---|---|---|\n";
+  std::string s = "| tensor family | tensors | global: worst ratio | 99th percentile | median | floor binding | "
+                  "local: judged | worst ratio | 99th percentile | median | floor binding |\n"
+                  "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [name, f] : families)
-    s += fmt::format("| `{}` | {} | {:.2f}× | {:.2f}× | {:.2f}× | {} |\n", name, f.ratios.values.size(),
-                     f.ratios.max(), f.ratios.quantile(0.99), f.ratios.quantile(0.5), f.floored);
+    s += fmt::format("| `{}` | {} | {:.2f}× | {:.2f}× | {:.2f}× | {} | {} | {:.2f}× | {:.2f}× | {:.2f}× | {} |\n", name,
+                     f.ratios.values.size(), f.ratios.max(), f.ratios.quantile(0.99), f.ratios.quantile(0.5), f.floored,
+                     f.local.values.size(), f.local.max(), f.local.quantile(0.99), f.local.quantile(0.5), f.local_floored);
   return s;
 }
 
@@ -301,9 +307,10 @@ std::string candidate_section(const CalibrationResult& r) {
   s += fmt::format("### False alarms on random models\n\n"
                    "{} random models (seed {}), each judged on one random sentence: **{} failed**. Layers up to {}, "
                    "width up to {}, up to {} tokens, weight spread 0.02–0.08, LayerNorm gain outliers up to {:.1f}. "
-                   "{:.1f} s.\n\nThe error ratio (the candidate's error against the fp64 truth over the benchmark's, "
-                   "fixtures/tolerances.yaml) per family, over every model "
-                   "and layer; \"floor binding\" counts tensors whose benchmark error was below the floor:\n\n{}\n",
+                   "{:.1f} s.\n\nThe error ratios per family, over every model and layer (fixtures/tolerances.yaml): "
+                   "global, the candidate's error against the fp64 truth over the benchmark's; local, its error "
+                   "against each op recomputed from its own inputs over the op's own rounding spread; \"floor "
+                   "binding\" counts tensors whose benchmark error was below the floor:\n\n{}\n",
                    r.sweep.size(), o.seed, sweep_failed, max_layers, max_width, max_tokens, max_gain,
                    r.sweep_seconds, families_table(r.sweep_families));
   std::vector<const SweepResult*> closest;
@@ -356,11 +363,13 @@ void write_calibration_markdown(const std::vector<CalibrationResult>& results, c
                               "- build: `{}`\n- oracle: {}\n- tolerances: `{}`\n- false alarms: **{}** over {} "
                               "candidate(s)\n\n",
                               first.version, first.backend, first.tolerances_file, alarms, results.size());
-  s += "Each candidate declares the arithmetic it computes in; its benchmark is libtorch computing in that "
-       "arithmetic (fp32 natively, the others simulated in fp64, oracle/oracle.h), with the same k for every "
-       "format. False alarms: the fault-free candidate on the random-model sweep and on every sentence of every "
-       "fixture. Detection: graded faults, judged end to end on every sentence (the mutant is killed when one "
-       "sentence fails the gate); the threshold is the smallest δ at which the fault and every larger one were "
+  s += "Each candidate declares the scheme it computes in (README, \"Schemes\"), and each tensor is judged twice, "
+       "with the same k for every scheme: globally, against the fp64 truth with libtorch computing in the scheme "
+       "as the benchmark (fp32 natively, the others simulated in fp64, oracle/oracle.h); locally, against its op "
+       "recomputed in the scheme from the candidate's own inputs, with the op's own rounding spread as the "
+       "benchmark. False alarms: the fault-free candidate on the random-model sweep and on every sentence of every "
+       "fixture. Detection: graded faults, judged on every sentence by both verdicts (the mutant is killed when "
+       "one sentence fails the gate); the threshold is the smallest δ at which the fault and every larger one were "
        "killed:\n\n"
        "- `weight-scaled`: the last layer's W_V times (1 + δ)\n"
        "- `bias-shifted`: the last layer's FFN output bias plus δ · rms(bias), signs alternating\n"
@@ -427,7 +436,9 @@ nlohmann::ordered_json candidate_json(const CalibrationResult& r) {
     nlohmann::ordered_json out = nlohmann::ordered_json::object();
     for (const auto& [name, f] : fs)
       out[name] = {{"tensors", f.ratios.values.size()}, {"max", f.ratios.max()},
-                   {"p99", f.ratios.quantile(0.99)}, {"median", f.ratios.quantile(0.5)}, {"floor_binding", f.floored}};
+                   {"p99", f.ratios.quantile(0.99)}, {"median", f.ratios.quantile(0.5)}, {"floor_binding", f.floored},
+                   {"local", {{"tensors", f.local.values.size()}, {"max", f.local.max()}, {"p99", f.local.quantile(0.99)},
+                              {"median", f.local.quantile(0.5)}, {"floor_binding", f.local_floored}}}};
     return out;
   };
   j["sweep"] = {{"models", r.sweep.size()}, {"seed", r.options.seed}, {"seconds", r.sweep_seconds},

@@ -67,8 +67,10 @@ struct CalibrationOptions {
 
 // Error ratios seen for one tensor family, over models (or sentences) and layers.
 struct FamilyRatios {
-  Ratios ratios;
+  Ratios ratios;       // the global verdict's
   size_t floored = 0;  // tensors whose benchmark error was below the floor
+  Ratios local;        // the local verdict's, where the trace held the op's inputs
+  size_t local_floored = 0;
 };
 
 struct SweepResult {
