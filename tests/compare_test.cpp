@@ -7,6 +7,7 @@
 
 #include "gate/compare.h"
 #include "gate/tolerances.h"
+#include "model/arithmetic.h"
 #include "model/error.h"
 #include "tests/test_support.h"
 
@@ -185,6 +186,45 @@ TEST(DerivedRule, TheCandidateMayBeKTimesAsFarFromTheTruthAsLibtorchIs) {
   const TraceComparison at2 = compare_derived(candidate, {&benchmark}, truth, derived_rule(2), c);
   EXPECT_FALSE(at2.pass());
   EXPECT_EQ(at2.first_divergence()->name, "embeddings.output");
+}
+
+// The local verdict's floor: one element of the tensor one step of its stored format off the op's exact
+// recomputation. Where the op's own spread is nil, k = 16 lets up to 256 elements be one step off.
+TEST(LocalRule, AtFp16AFewLastBitsFlippedPassAndASystematicStepFails) {
+  const BertConfig c = tiny_config();
+  Trace exact = full_trace(c, 1.0);
+  for (auto& [name, t] : exact.tensors)
+    for (double& v : t.values) v = round_to(kBinary16, v);
+  // Every element one fp16 step up: the fault a 1e-3 weight error makes at fp16.
+  Trace stepped = exact;
+  for (auto& [name, t] : stepped.tensors)
+    for (double& v : t.values) v = step_in(kBinary16, v, true);
+  // One element of each tensor one step up: a correct implementation that sums in another order.
+  Trace flipped = exact;
+  for (auto& [name, t] : flipped.tensors) t.values[0] = step_in(kBinary16, t.values[0], true);
+
+  const Tolerances rule = derived_rule(16);
+  TraceComparison one = compare_derived(flipped, {&flipped}, flipped, rule, c);
+  judge_locally(one, flipped, exact, {&exact}, rule, kBinary16);
+  EXPECT_TRUE(one.pass());
+  TraceComparison all = compare_derived(stepped, {&stepped}, stepped, rule, c);
+  judge_locally(all, stepped, exact, {&exact}, rule, kBinary16);
+  for (const TensorComparison& t : all.tensors) {
+    ASSERT_TRUE(t.local) << t.name;
+    EXPECT_DOUBLE_EQ(t.local->floor, relative_spacing(kBinary16) / std::sqrt(double(t.elements))) << t.name;
+    // Each element one step off weighs at most one spacing: n elements at most sqrt(n) floors, past k
+    // only where n > 256; every tensor here is smaller.
+    EXPECT_GT(t.local->ratio, 0) << t.name;
+    EXPECT_LE(t.local->ratio, std::sqrt(double(t.elements)) * (1 + 1e-12)) << t.name;
+  }
+  EXPECT_EQ(all.first_local_failure(), nullptr);
+  // The same systematic step where the op's own spread is far smaller than a step: fails at the first op.
+  Trace spread = exact;
+  for (auto& [name, t] : spread.tensors) t.values[0] += 1e-9;
+  TraceComparison tight = compare_derived(stepped, {&stepped}, stepped, derived_rule(16, 1e-6), c);
+  judge_locally(tight, stepped, exact, {&spread}, derived_rule(16, 1e-6), kBinary16);
+  ASSERT_NE(tight.first_local_failure(), nullptr);
+  EXPECT_EQ(tight.first_local_failure()->name, "embeddings.output");
 }
 
 TEST(DerivedRule, WhereLibtorchIsExactTheFloorStandsInForItsError) {
