@@ -123,7 +123,9 @@ TEST(DeclaredArithmetic, TheFp32RuntimeFailsLocallyWhereAnotherSchemeIsDeclared)
     const TraceComparison c = judge.judge(runtime, judge.references(nurse()));
     for (const TensorComparison& t : c.tensors) EXPECT_LE(t.derived->ratio, t.tolerance.k) << arithmetic_name(a) << " " << t.name;
     ASSERT_NE(c.first_local_failure(), nullptr) << arithmetic_name(a);
-    if (a == Arithmetic::int8) EXPECT_EQ(c.first_local_failure()->name, "layer.0.attention.query");  // the first quantized op
+    if (a == Arithmetic::int8) {
+      EXPECT_EQ(c.first_local_failure()->name, "layer.0.attention.query");  // the first quantized op
+    }
   }
 }
 
