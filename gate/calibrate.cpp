@@ -284,9 +284,11 @@ std::string families_table(const std::map<std::string, FamilyRatios>& families) 
                   "local: judged | worst ratio | 99th percentile | median | floor binding |\n"
                   "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [name, f] : families)
-    s += fmt::format("| `{}` | {} | {:.2f}× | {:.2f}× | {:.2f}× | {} | {} | {:.2f}× | {:.2f}× | {:.2f}× | {} |\n", name,
-                     f.ratios.values.size(), f.ratios.max(), f.ratios.quantile(0.99), f.ratios.quantile(0.5), f.floored,
-                     f.local.values.size(), f.local.max(), f.local.quantile(0.99), f.local.quantile(0.5), f.local_floored);
+    s += fmt::format("| `{}` | {} | {:.2f}× | {:.2f}× | {:.2f}× | {} | {} | {} |\n", name, f.ratios.values.size(),
+                     f.ratios.max(), f.ratios.quantile(0.99), f.ratios.quantile(0.5), f.floored, f.local.values.size(),
+                     f.local.values.empty() ? std::string("— | — | — | —")
+                                            : fmt::format("{:.2f}× | {:.2f}× | {:.2f}× | {}", f.local.max(),
+                                                          f.local.quantile(0.99), f.local.quantile(0.5), f.local_floored));
   return s;
 }
 

@@ -14,12 +14,15 @@
 
 namespace lenscheck {
 
-// What the derived rule measured on one tensor.
-// Errors are the root mean square over the tensor of |x - truth| / (|truth| + rms(truth)).
+// What the derived rule measured on one tensor, globally or locally.
+// Errors are the root mean square over the tensor of |x - truth| / (|truth| + rms(truth)); the truth is
+// the fp64 oracle (global) or the tensor's op recomputed exactly from the candidate's inputs (local).
 struct ErrorRatio {
   double candidate_error = 0;  // of the candidate
-  double benchmark_error = 0;  // the largest of the benchmarks' (libtorch fp32, as given and perturbed)
-  double floor = 0;            // floor · FLT_EPSILON: the least benchmark error counted
+  double benchmark_error = 0;  // the largest of the benchmarks' (global: libtorch in the scheme, as given
+                               // and perturbed; local: the op in fp32 and its probes)
+  double floor = 0;            // the least benchmark error counted (global: floor · FLT_EPSILON; local:
+                               // one element one step of the stored format)
   double ratio = 0;            // candidate_error / max(benchmark_error, floor): > k fails
 };
 

@@ -27,7 +27,7 @@ namespace lenscheck {
 // One printed item of a row on which candidate and truth differ, or on which the truth is close to a
 // boundary.
 struct DisplayItem {
-  std::string what;       // "head", "target 2", "weight of doctor", "sink share", "flag 50 %"
+  std::string what;       // "head", "weight of doctor@4", "sink share", "flag 50 %", "row", "displayed weights"
   std::string candidate;  // as printed: "2.1", "doctor", "0.43", "raised"
   std::string truth;
   bool differs = false;

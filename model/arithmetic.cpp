@@ -47,6 +47,10 @@ Arithmetic parse_arithmetic(const std::string& name, const std::string& where) {
 Arithmetic declared_in_trace(const std::string& precision, const std::string& where, std::optional<std::string>& note) {
   note.reset();
   if (precision.empty() || precision == "fp64") return Arithmetic::fp32;
+  // "fp16" is a scheme and a format: say which scheme, since ONNX Runtime's CPU provider rounds otherwise.
+  if (precision == "fp16")
+    note = "precision \"fp16\" is the scheme fp16, every op rounded to fp16; an fp16 graph on ONNX Runtime's CPU "
+           "provider computes as fp16-ort-cpu (give --precision fp16-ort-cpu)";
   for (Arithmetic a : arithmetics())
     if (precision == arithmetic_name(a)) return a;
   // Format names that other tools write, each to the scheme that rounds as that format does.
@@ -60,8 +64,8 @@ Arithmetic declared_in_trace(const std::string& precision, const std::string& wh
   for (const auto& [names, a] : formats)
     for (const std::string& n : names)
       if (precision == n) {
-        note = fmt::format("{}: precision \"{}\" names no scheme; judged as {}, the scheme whose rounding is nearest",
-                           where, precision, arithmetic_name(a));
+        note = fmt::format("precision \"{}\" names no scheme; judged as {}, the scheme whose rounding is nearest",
+                           precision, arithmetic_name(a));
         return a;
       }
   throw InputError(where, fmt::format("precision \"{}\" is not a scheme lenscheck knows ({})", precision, known_schemes()));

@@ -33,10 +33,10 @@ std::string arithmetic_name(Arithmetic arithmetic);
 // The names above; an InputError naming `where` (a flag, a trace file) and the known names otherwise.
 Arithmetic parse_arithmetic(const std::string& name, const std::string& where);
 
-// What a trace's precision field declares. A scheme's name is that scheme; "fp64" (or nothing) the
-// model's own fp32. A format that names no scheme ("float16", "half", "bfloat16", "float32", "q8",
-// …) gets the scheme whose rounding is nearest, and `note` says so. Anything else is an InputError
-// naming `where` and the known schemes.
+// What a trace's precision field declares. A scheme's name is that scheme ("fp16" with a note naming
+// fp16-ort-cpu); "fp64" (or nothing) the model's own fp32. A format that names no scheme ("float16",
+// "half", "bfloat16", "float32", "q8", …) gets the scheme whose rounding is nearest, and `note` says
+// so. Anything else is an InputError naming `where` and the known schemes.
 Arithmetic declared_in_trace(const std::string& precision, const std::string& where, std::optional<std::string>& note);
 
 // A binary floating-point format: `digits` significand bits (the implicit one included), normal

@@ -157,15 +157,16 @@ Oracle::Oracle(const BertConfig& config, const BertWeights& w, Precision precisi
 Oracle Oracle::computing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic,
                             uint64_t rounding_probe) {
   if (arithmetic == Arithmetic::fp32) return Oracle(config, w, Precision::fp32, rounding_probe);
-  Oracle o;
-  o.impl_->rounding_probe = rounding_probe;
-  translating_torch_errors(arithmetic_name(arithmetic) + " (simulated in fp64)", "load the weights",
-                           [&] { o.load_simulated(config, w, arithmetic); });
-  return o;
+  return simulating(config, w, arithmetic, rounding_probe);
 }
 
 Oracle Oracle::recomputing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic) {
+  return simulating(config, w, arithmetic, 0);
+}
+
+Oracle Oracle::simulating(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic, uint64_t rounding_probe) {
   Oracle o;
+  o.impl_->rounding_probe = rounding_probe;
   translating_torch_errors(arithmetic_name(arithmetic) + " (simulated in fp64)", "load the weights",
                            [&] { o.load_simulated(config, w, arithmetic); });
   return o;
@@ -184,9 +185,10 @@ Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int pr
     const Local exact{&candidate, false, nullptr}, fp32{&candidate, true, &unstored};
     r.exact = run_simulated(enc, &exact);
     r.fp32 = run_simulated(enc, &fp32);
-    // Each result of the fp32 ops moved one fp32 step, up or down as the seed draws, then stored: no
-    // op reads a recorded result, so the probes need no forward of their own.
-    const FloatFormat stored = impl_->scheme.stored;
+    // Each op's last fp32 operation moved one fp32 step, up or down as the seed draws, then rounded as
+    // the op and the store round it: no op reads a probe-stepped value, so the probes need no forward
+    // of their own.
+    const FloatFormat stored = impl_->scheme.stored, ops = impl_->scheme.ops;
     for (int seed = 1; seed <= probes; ++seed) {
       SeededRng rng{uint64_t(seed)};
       Trace& probe = r.probes.emplace_back(r.fp32);
@@ -194,7 +196,8 @@ Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int pr
       for (auto& [name, tensor] : probe.tensors) {
         const Tensor& x = *unstored.find(name);
         for (size_t i = 0; i < x.values.size(); ++i)
-          tensor.values[i] = round_to(stored, step_in(kBinary32, round_to(kBinary32, x.values[i]), rng.next() & 1));
+          tensor.values[i] =
+              round_to(stored, round_to(ops, step_in(kBinary32, round_to(kBinary32, x.values[i]), rng.next() & 1)));
       }
     }
     return r;
@@ -428,16 +431,14 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
   auto back = [](const torch::Tensor& x) { return x.to(torch::kFloat64); };
   auto op = [&](const torch::Tensor& x) { return rounded(back(x), s.ops); };
   auto keep = [&](const torch::Tensor& x) { return rounded(x, s.stored); };
-  // What flows on from a value the trace records: stored by the scheme, or passed on at the ops' precision.
-  auto flows = [&](const torch::Tensor& x, bool kept_by_ort_cpu) {
-    return !s.fp32_between_casts || kept_by_ort_cpu ? keep(x) : x;
-  };
   // Every operand is already a value of the op or stored format: only a coarser product input rounds it.
   const bool round_inputs = s.product_inputs.digits < s.ops.digits;
   auto product_input = [&](const torch::Tensor& x) { return round_inputs ? rounded(x, s.product_inputs) : x; };
-  auto product = [&](const torch::Tensor& a, const torch::Tensor& b) {
-    return op(torch::matmul(arith(product_input(a)), arith(product_input(b))));
+  // An op's last operation before its output is rounded (`_raw`), and the op with it rounded.
+  auto product_raw = [&](const torch::Tensor& a, const torch::Tensor& b) {
+    return torch::matmul(arith(product_input(a)), arith(product_input(b)));
   };
+  auto product = [&](const torch::Tensor& a, const torch::Tensor& b) { return op(product_raw(a, b)); };
   // DynamicQuantizeLinear, as ONNX Runtime computes it in fp32: the tensor's range widened to hold 0,
   // mapped onto uint8; returns the integers less the zero point, and the scale.
   auto quantized = [&](const torch::Tensor& x) {
@@ -449,35 +450,47 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
     const auto q = torch::clamp(torch::round(f32(x / scale)) + zero_point, 0, 255);
     return std::pair{q - zero_point, scale};
   };
-  auto linear = [&](const torch::Tensor& x, const SimulatedLinear& l) {
-    if (!s.quantized_linear) return op(arith(product(x, l.w.t())) + arith(l.b));
+  auto linear_raw = [&](const torch::Tensor& x, const SimulatedLinear& l) {
+    if (!s.quantized_linear) return arith(product(x, l.w.t())) + arith(l.b);
     // MatMulInteger's exact integer sums, cast to fp32, times x_scale · w_scale (fp32), plus the bias.
     const auto [xq, x_scale] = quantized(x);
     const auto sums = rounded(torch::matmul(xq, l.q.t()), kBinary32);
-    return op(arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32)))) + arith(l.b));
+    return arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32)))) + arith(l.b);
+  };
+  auto linear = [&](const torch::Tensor& x, const SimulatedLinear& l) { return op(linear_raw(x, l)); };
+
+  // An op's result, from its last operation `raw`: rounded to the op format, recorded as stored, and
+  // passed on as the scheme keeps it (`kept_in_stored_format`: rounded to the stored format, as every
+  // value is where the scheme has no fp32 between casts). The local probes step `raw`, which
+  // `local->unstored` receives, one fp32 step before it is rounded.
+  auto finish = [&](const std::string& name, const torch::Tensor& raw, bool kept_in_stored_format) {
+    const auto y = op(raw);
+    trace.add(name, to_trace(keep(y)));
+    if (local && local->unstored) local->unstored->add(name, to_trace(back(raw)));
+    return !s.fp32_between_casts || kept_in_stored_format ? keep(y) : y;
   };
   std::optional<SeededRng> probe;
   if (m.rounding_probe) probe.emplace(m.rounding_probe ^ 0x6c6e6f757470ULL);  // apart from the weights' draws
-  // The LayerNorm reads its input as stored (ONNX Runtime's float16 kernel reads fp16).
-  auto norm = [&](const torch::Tensor& v, const torch::Tensor& g, const torch::Tensor& b) {
-    const auto y = keep(op(m.layer_norm(arith(keep(v)), arith(g), arith(b))));
-    if (!probe) return y;
-    return stepped(y, s.stored, random_directions(*probe, y));
+  // A LayerNorm, which reads its input as stored (ONNX Runtime's float16 kernel reads fp16) and whose
+  // output is stored, the global rounding probe moving it one step of the stored format.
+  auto finish_norm = [&](const std::string& name, const torch::Tensor& v, const torch::Tensor& g, const torch::Tensor& b) {
+    const auto raw = m.layer_norm(arith(keep(v)), arith(g), arith(b));
+    auto y = keep(op(raw));
+    if (probe) y = stepped(y, s.stored, random_directions(*probe, y));
+    trace.add(name, to_trace(y));
+    if (local && local->unstored) local->unstored->add(name, to_trace(back(raw)));
+    return y;
   };
 
-  // Each recorded result as stored, and before it is stored where the local probes are to step it.
-  auto record = [&](const std::string& name, const torch::Tensor& x) {
-    trace.add(name, to_trace(keep(x)));
-    if (local && local->unstored) local->unstored->add(name, to_trace(x));
-  };
   using Value = std::optional<torch::Tensor>;
   // An op's input: globally this forward's own value. Locally the candidate's (none when its trace
   // lacks it, holds it in another shape, or holds NaN or Inf), except where the scheme passes the value on
   // in fp32 while the trace holds it rounded: there the op reads what this recomputation computed from
   // the candidate's stored values, so that the local op runs from one stored value to the next, as the
   // candidate does between its casts.
-  auto input = [&](const std::string& name, const Value& own, std::vector<int64_t> shape, bool kept_by_ort_cpu) -> Value {
-    if (!local || (s.fp32_between_casts && !kept_by_ort_cpu)) return own;
+  auto input = [&](const std::string& name, const Value& own, std::vector<int64_t> shape,
+                   bool kept_in_stored_format) -> Value {
+    if (!local || (s.fp32_between_casts && !kept_in_stored_format)) return own;
     const Tensor* t = local->feed->find(name);
     if (!t || t->shape != shape) return std::nullopt;
     for (double v : t->values)
@@ -492,10 +505,10 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
 
   const auto ids = torch::tensor(enc.ids, torch::kInt64);
   // As BertEmbeddings adds them: word + token type, then + position.
-  Value x = norm(op(arith(op(arith(F::embedding(ids, m.word)) + arith(m.token_type[0]))) +
-                    arith(m.position.slice(0, 0, T))),
-                 m.ln_g, m.ln_b);
-  record("embeddings.output", *x);
+  Value x = finish_norm("embeddings.output",
+                        op(arith(op(arith(F::embedding(ids, m.word)) + arith(m.token_type[0]))) +
+                           arith(m.position.slice(0, 0, T))),
+                        m.ln_g, m.ln_b);
   std::string x_name = "embeddings.output";
 
   for (size_t l = 0; l < m.simulated_layers.size(); ++l) {
@@ -505,75 +518,56 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
     const Value xi = input(x_name, x, {T, D}, true);
     Value q, k, v;
     if (xi) {
-      q = flows(per_head(linear(*xi, L.query)), true);
-      k = flows(per_head(linear(*xi, L.key)), true);
-      v = flows(per_head(linear(*xi, L.value)), true);
-      record(p + "attention.query", *q);
-      record(p + "attention.key", *k);
-      record(p + "attention.value", *v);
+      q = finish(p + "attention.query", per_head(linear_raw(*xi, L.query)), true);
+      k = finish(p + "attention.key", per_head(linear_raw(*xi, L.key)), true);
+      v = finish(p + "attention.value", per_head(linear_raw(*xi, L.value)), true);
     }
     const Value qi = input(p + "attention.query", q, {H, T, Dh}, true), ki = input(p + "attention.key", k, {H, T, Dh}, true),
                 vi = input(p + "attention.value", v, {H, T, Dh}, true);
     Value scores, alpha, context, attention;
-    if (all({&qi, &ki})) {
-      scores = op(arith(product(*qi, ki->transpose(1, 2))) / arith(op(torch::tensor(std::sqrt(double(Dh))))));
-      record(p + "attention.scores", *scores);
-      scores = flows(*scores, false);
-    }
+    if (all({&qi, &ki}))
+      scores = finish(p + "attention.scores",
+                      arith(product(*qi, ki->transpose(1, 2))) / arith(op(torch::tensor(std::sqrt(double(Dh))))), false);
     const Value si = input(p + "attention.scores", scores, {H, T, T}, false);
-    if (si) {
-      alpha = op(torch::softmax(arith(*si), -1));
-      record(p + "attention.probs", *alpha);
-      alpha = flows(*alpha, false);
-    }
+    if (si) alpha = finish(p + "attention.probs", torch::softmax(arith(*si), -1), false);
     const Value ai = input(p + "attention.probs", alpha, {H, T, T}, false);
-    if (all({&ai, &vi})) {
-      context = flows(product(*ai, *vi).transpose(0, 1).reshape({T, D}), true);
-      record(p + "attention.context", *context);
-    }
+    if (all({&ai, &vi}))
+      context = finish(p + "attention.context", product_raw(*ai, *vi).transpose(0, 1).reshape({T, D}), true);
     const Value ci = input(p + "attention.context", context, {T, D}, true);
-    if (all({&ci, &xi})) {
-      attention = norm(op(arith(linear(*ci, L.attention_out)) + arith(*xi)), L.ln1_g, L.ln1_b);
-      record(p + "attention.output", *attention);
-    }
+    if (all({&ci, &xi}))
+      attention = finish_norm(p + "attention.output", op(arith(linear(*ci, L.attention_out)) + arith(*xi)), L.ln1_g, L.ln1_b);
 
     if (vi) {
-      const auto value_norm = op(torch::linalg::vector_norm(arith(*vi), 2, {-1}, false, {}));
-      record(p + "value_norm", value_norm);
+      const Value value_norm = finish(p + "value_norm", torch::linalg::vector_norm(arith(*vi), 2, {-1}, false, {}), false);
       const auto fx = product(*vi, L.lens_wo.view({D, H, Dh}).permute({1, 2, 0}));  // [H, T, D]
-      const auto transformed_norm = op(torch::linalg::vector_norm(arith(fx), 2, {-1}, false, {}));
-      record(p + "transformed_norm", transformed_norm);
-      const Value value_norm_i = input(p + "value_norm", flows(value_norm, false), {H, T}, false),
-                  transformed_norm_i = input(p + "transformed_norm", flows(transformed_norm, false), {H, T}, false);
-      if (all({&ai, &value_norm_i})) record(p + "lens.value_norm", op(arith(*ai) * arith(value_norm_i->unsqueeze(1))));
+      const Value transformed_norm =
+          finish(p + "transformed_norm", torch::linalg::vector_norm(arith(fx), 2, {-1}, false, {}), false);
+      const Value value_norm_i = input(p + "value_norm", value_norm, {H, T}, false),
+                  transformed_norm_i = input(p + "transformed_norm", transformed_norm, {H, T}, false);
+      if (all({&ai, &value_norm_i}))
+        finish(p + "lens.value_norm", arith(*ai) * arith(value_norm_i->unsqueeze(1)), false);
       if (all({&ai, &transformed_norm_i}))
-        record(p + "lens.transformed_norm", op(arith(*ai) * arith(transformed_norm_i->unsqueeze(1))));
+        finish(p + "lens.transformed_norm", arith(*ai) * arith(transformed_norm_i->unsqueeze(1)), false);
       if (ai) {
         const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));  // as run() blocks it
         std::vector<torch::Tensor> summed;
         const auto fx_in = arith(product_input(fx));
         for (int64_t i = 0; i < T; i += block)
-          summed.push_back(op(torch::linalg::vector_norm(
+          summed.push_back(back(torch::linalg::vector_norm(
               arith(op(torch::einsum("hij,hjd->ijd",
                                      {arith(product_input(ai->slice(1, i, std::min(T, i + block)))), fx_in}))),
               2, {-1}, false, {})));
-        record(p + "lens.summed_transformed_norm", torch::cat(summed));
+        finish(p + "lens.summed_transformed_norm", torch::cat(summed), false);
       }
     }
 
     const Value attention_i = input(p + "attention.output", attention, {T, D}, true);
     Value inter;
-    if (attention_i) {
-      inter = op(m.activation(arith(linear(*attention_i, L.intermediate))));
-      record(p + "intermediate", *inter);
-      inter = flows(*inter, false);
-    }
+    if (attention_i) inter = finish(p + "intermediate", m.activation(arith(linear(*attention_i, L.intermediate))), false);
     const Value inter_i = input(p + "intermediate", inter, {T, m.config.intermediate_size}, false);
     x = std::nullopt;
-    if (all({&inter_i, &attention_i})) {
-      x = norm(op(arith(linear(*inter_i, L.output)) + arith(*attention_i)), L.ln2_g, L.ln2_b);
-      record(p + "output", *x);
-    }
+    if (all({&inter_i, &attention_i}))
+      x = finish_norm(p + "output", op(arith(linear(*inter_i, L.output)) + arith(*attention_i)), L.ln2_g, L.ln2_b);
     x_name = p + "output";
   }
   return trace;

@@ -62,6 +62,8 @@ class Oracle {
 
  private:
   Oracle();
+  static Oracle simulating(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
+                           uint64_t rounding_probe);
   void load(const BertConfig& config, const BertWeights& weights, Precision precision);
   void load_simulated(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic);
   Trace run(const Encoding& encoding, Record record) const;

@@ -189,7 +189,7 @@ TEST(DerivedRule, TheCandidateMayBeKTimesAsFarFromTheTruthAsLibtorchIs) {
 }
 
 // The local verdict's floor: one element of the tensor one step of its stored format off the op's exact
-// recomputation. Where the op's own spread is nil, k = 16 lets up to 256 elements be one step off.
+// recomputation. Where the op's own spread is nil, k = 16 lets at least 256 elements be one step off.
 TEST(LocalRule, AtFp16AFewLastBitsFlippedPassAndASystematicStepFails) {
   const BertConfig c = tiny_config();
   Trace exact = full_trace(c, 1.0);

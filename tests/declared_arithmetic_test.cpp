@@ -99,9 +99,9 @@ TEST(DeclaredArithmetic, AnFp16TracePassesAsFp16AndFailsAsFp32) {
   EXPECT_FALSE(verify_reference(ck, dir / "lying.safetensors", tolerances(), {}).pass());
 }
 
-// Every weight one fp16 step off the checkpoint's: within fp16's accumulated error end to end, so the
-// global verdict passes it, but not the checkpoint's model, which each op recomputed from the trace's
-// own inputs shows from the first op on.
+// Every weight and every LayerNorm output one fp16 step off (a rounding probe): within fp16's accumulated
+// error end to end, so the global verdict passes it, but not the checkpoint's model computed as fp16
+// computes it, which each op recomputed from the trace's own inputs shows from the first op on.
 TEST(DeclaredArithmetic, AnFp16ModelOneStepOffPassesGloballyAndFailsLocallyAtItsFirstOp) {
   const auto& ck = bert_mini();
   const Trace moved = oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::fp16, 99).forward(nurse());
