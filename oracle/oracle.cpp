@@ -458,6 +458,23 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
     return arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32)))) + arith(l.b);
   };
   auto linear = [&](const torch::Tensor& x, const SimulatedLinear& l) { return op(linear_raw(x, l)); };
+  // A constant of the graph (the attention scale, GELU's), stored as the weights are.
+  auto constant = [&](double c) { return keep(torch::tensor(c, torch::kFloat64)); };
+  // The activation's last operation. Between casts, GELU is the graph's chain of fp32 ops (Div, Erf or
+  // Tanh, Add, Mul, Mul, as torch.onnx writes it) on its constants as stored: √2 in fp16 is 1.4140625.
+  auto activation = [&](const torch::Tensor& x) -> torch::Tensor {
+    if (!s.fp32_between_casts || m.config.activation() == Activation::relu) return m.activation(arith(x));
+    const auto a = arith(x);
+    torch::Tensor inner;
+    if (m.config.activation() == Activation::gelu_erf) {
+      inner = op(torch::erf(arith(op(a / arith(constant(1.4142135623730951))))));
+    } else {
+      const auto cube = op(arith(op(a * a)) * a);
+      const auto t = op(a + arith(op(arith(cube) * arith(constant(0.044715)))));
+      inner = op(torch::tanh(arith(op(arith(t) * arith(constant(0.7978845608028654))))));
+    }
+    return arith(op(a * arith(op(arith(inner) + arith(constant(1.0)))))) * arith(constant(0.5));
+  };
 
   // An op's result, from its last operation `raw`: rounded to the op format, recorded as stored, and
   // passed on as the scheme keeps it (`kept_in_stored_format`: rounded to the stored format, as every
@@ -527,7 +544,7 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
     Value scores, alpha, context, attention;
     if (all({&qi, &ki}))
       scores = finish(p + "attention.scores",
-                      arith(product(*qi, ki->transpose(1, 2))) / arith(op(torch::tensor(std::sqrt(double(Dh))))), false);
+                      arith(product(*qi, ki->transpose(1, 2))) / arith(constant(std::sqrt(double(Dh)))), false);
     const Value si = input(p + "attention.scores", scores, {H, T, T}, false);
     if (si) alpha = finish(p + "attention.probs", torch::softmax(arith(*si), -1), false);
     const Value ai = input(p + "attention.probs", alpha, {H, T, T}, false);
@@ -563,7 +580,7 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
 
     const Value attention_i = input(p + "attention.output", attention, {T, D}, true);
     Value inter;
-    if (attention_i) inter = finish(p + "intermediate", m.activation(arith(linear(*attention_i, L.intermediate))), false);
+    if (attention_i) inter = finish(p + "intermediate", activation(linear(*attention_i, L.intermediate)), false);
     const Value inter_i = input(p + "intermediate", inter, {T, m.config.intermediate_size}, false);
     x = std::nullopt;
     if (all({&inter_i, &attention_i}))
