@@ -88,21 +88,6 @@ std::string shown_rows(const AuditResult& r) {
              : fmt::format("the {} rows of the first {} sentences", r.rows.size(), kShownSentences);
 }
 
-// Sentence ids and words of a real corpus hold &, <, > and quotes, which SVG text must escape.
-std::string xml_escaped(const std::string& text) {
-  std::string s;
-  for (char c : text) {
-    switch (c) {
-      case '&': s += "&amp;"; break;
-      case '<': s += "&lt;"; break;
-      case '>': s += "&gt;"; break;
-      case '"': s += "&quot;"; break;
-      default: s += c;
-    }
-  }
-  return s;
-}
-
 // A generous width for sans-serif text: 0.6 em per character (UTF-8 continuation bytes not counted),
 // wider than the average glyph of the common sans-serif faces, so that what fits here fits there.
 double text_width(const std::string& text, double font_size) {

@@ -19,4 +19,18 @@ void write_text_file(const std::filesystem::path& file, const std::string& text)
   std::filesystem::rename(tmp, file);
 }
 
+std::string xml_escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace lenscheck

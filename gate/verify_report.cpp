@@ -117,20 +117,6 @@ nlohmann::ordered_json comparison_json(const TraceComparison& c) {
   return j;
 }
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string failure_text(const TensorComparison& t, Arithmetic arithmetic) {
@@ -183,10 +169,10 @@ std::string verify_heat_map(const VerifyResult& r) {
       "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"10\" y=\"18\" font-size=\"13\">{} vs {} ({} rule): bound used by the worst sentence, per layer and "
       "tensor</text>\n",
-      width, height, xml_escape(r.gate.candidate), xml_escape(r.gate.reference), rule_name(r.gate.rule));
+      width, height, xml_escaped(r.gate.candidate), xml_escaped(r.gate.reference), rule_name(r.gate.rule));
   for (size_t c = 0; c < columns.size(); ++c) {
     const int x = left + int(c) * cell_w + cell_w / 2;
-    s += fmt::format("<text transform=\"translate({},{}) rotate(-60)\">{}</text>\n", x, top - 6, xml_escape(columns[c]));
+    s += fmt::format("<text transform=\"translate({},{}) rotate(-60)\">{}</text>\n", x, top - 6, xml_escaped(columns[c]));
   }
   for (int row = -1; row < layers; ++row) {
     const int y = top + (row + 1) * cell_h;
@@ -200,8 +186,8 @@ std::string verify_heat_map(const VerifyResult& r) {
       const std::string label = !t.problem.empty() ? "!" : used >= 10 ? ">10" : fmt::format("{:.0f}%", 100 * used);
       s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"white\"><title>{}: "
                        "{}</title></rect>\n<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\">{}</text>\n",
-                       left + int(c) * cell_w, y, cell_w, cell_h, colour(used), xml_escape(t.name),
-                       xml_escape(t.problem.empty() ? fmt::format("{:.1f} % of the bound at {}", 100 * used, t.worst)
+                       left + int(c) * cell_w, y, cell_w, cell_h, colour(used), xml_escaped(t.name),
+                       xml_escaped(t.problem.empty() ? fmt::format("{:.1f} % of the bound at {}", 100 * used, t.worst)
                                                     : t.problem),
                        left + int(c) * cell_w + cell_w / 2, y + 15, used > 0.75 ? "white" : "black", label);
     }
@@ -301,12 +287,12 @@ void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file
     size_t suite_failures = 0;
     auto add_case = [&](const std::string& name, bool pass, const std::string& message) {
       ++tests;
-      cases += fmt::format("    <testcase classname=\"verify.{}\" name=\"{}\">", xml_escape(v.sentence.id),
-                           xml_escape(name));
+      cases += fmt::format("    <testcase classname=\"verify.{}\" name=\"{}\">", xml_escaped(v.sentence.id),
+                           xml_escaped(name));
       if (!pass) {
         ++failures;
         ++suite_failures;
-        cases += fmt::format("<failure message=\"{}\"/>", xml_escape(message));
+        cases += fmt::format("<failure message=\"{}\"/>", xml_escaped(message));
       }
       cases += "</testcase>\n";
     };
@@ -320,7 +306,7 @@ void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file
                v.display_rows == 0 ? std::string("no row compared") : "the instrument shows other numbers for " + wrong);
     }
     suites += fmt::format("  <testsuite name=\"verify.{}\" tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n",
-                          xml_escape(v.sentence.id), v.gate.tensors.size() + (r.display ? 1 : 0), suite_failures,
+                          xml_escaped(v.sentence.id), v.gate.tensors.size() + (r.display ? 1 : 0), suite_failures,
                           cases);
   }
   write_text_file(file, fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lenscheck "
