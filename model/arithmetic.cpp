@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -87,20 +90,48 @@ double relative_spacing(const FloatFormat& f) { return std::ldexp(1.0, 1 - f.dig
 
 namespace {
 
+// The bit-level forms below are the hot path of simulated arithmetic (every weight and op output of a
+// simulated forward pass goes through them); frexp/ldexp/nearbyint cost several times more.
+uint64_t bits_of(double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+double from_bits(uint64_t b) {
+  double x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+constexpr uint64_t kFraction = (uint64_t(1) << 52) - 1;
+// x's exponent e in x = m · 2^e, 1 <= |m| < 2; x finite and non-zero.
+int exponent_of(double x) {
+  const int field = int((bits_of(x) >> 52) & 0x7ff);
+  return field ? field - 1023 : std::ilogb(x);  // a subnormal double: never a format's value, but exact
+}
+double power_of_two(int k) { return k >= -1022 ? from_bits(uint64_t(k + 1023) << 52) : std::ldexp(1.0, k); }
+
 // The spacing of `format` at x: 2^(e - digits + 1), with e clamped at the smallest normal exponent.
 double spacing(const FloatFormat& f, double x) {
-  if (x == 0) return std::ldexp(1.0, f.min_exponent - (f.digits - 1));  // the smallest subnormal
-  int e = 0;
-  std::frexp(x, &e);  // x = m · 2^e with 0.5 <= |m| < 1, so the exponent of 1 <= m < 2 is e - 1
-  return std::ldexp(1.0, std::max(e - 1, f.min_exponent) - (f.digits - 1));
+  const int e = x == 0 ? f.min_exponent : std::max(exponent_of(x), f.min_exponent);
+  return power_of_two(e - (f.digits - 1));
 }
 
 }  // namespace
 
 double round_to(const FloatFormat& f, double x) {
   if (!std::isfinite(x) || x == 0) return x;
-  const double ulp = spacing(f, x);
-  const double y = std::nearbyint(x / ulp) * ulp;  // x / ulp is exact: ulp is a power of two
+  double y;
+  if (exponent_of(x) >= f.min_exponent) {
+    // A normal value of the format: drop the low 53 - digits bits of the fraction, adding half of the
+    // last kept bit less one, plus that bit (ties to even); a carry runs into the exponent as it should.
+    const int dropped = 53 - f.digits;
+    const uint64_t b = bits_of(x);
+    const uint64_t rounded = b + ((uint64_t(1) << (dropped - 1)) - 1) + ((b >> dropped) & 1);
+    y = from_bits(rounded & ~((uint64_t(1) << dropped) - 1));
+  } else {
+    const double ulp = spacing(f, x);
+    y = std::nearbyint(x / ulp) * ulp;  // x / ulp is exact: ulp is a power of two
+  }
   return std::fabs(y) > f.largest ? std::copysign(std::numeric_limits<double>::infinity(), x) : y;
 }
 
@@ -108,9 +139,7 @@ double step_in(const FloatFormat& f, double x, bool up) {
   if (!std::isfinite(x)) return x;
   // Below a power of two the spacing is half the one above it: step down from one at the finer spacing.
   double ulp = spacing(f, x);
-  if ((x > 0) != up && x != 0 && std::fabs(x) == std::ldexp(1.0, std::ilogb(x)) &&
-      std::ilogb(x) > f.min_exponent)
-    ulp /= 2;
+  if ((x > 0) != up && x != 0 && (bits_of(x) & kFraction) == 0 && exponent_of(x) > f.min_exponent) ulp /= 2;
   const double y = x + (up ? ulp : -ulp);
   return std::fabs(y) > f.largest ? std::copysign(std::numeric_limits<double>::infinity(), y) : y;
 }

@@ -52,6 +52,16 @@ TEST(Arithmetic, StepsToTheNeighbouringValue) {
   EXPECT_EQ(step_in(kBinary32, 1.0, false), double(std::nextafter(1.0f, 0.0f)));
 }
 
+TEST(Arithmetic, StepsAsTheHardwareStepsBinary32) {
+  SeededRng rng(11);
+  for (int i = 0; i < 200000; ++i) {
+    const float x = static_cast<float>(std::ldexp(rng.uniform() * 2 - 1, int(rng.next() % 256) - 128));  // subnormals too
+    const float inf = std::numeric_limits<float>::infinity();
+    ASSERT_EQ(step_in(kBinary32, x, true), double(std::nextafter(x, inf))) << x;
+    ASSERT_EQ(step_in(kBinary32, x, false), double(std::nextafter(x, -inf))) << x;
+  }
+}
+
 TEST(Arithmetic, NamesTheKnownPrecisionsAndRefusesOthers) {
   EXPECT_EQ(parse_arithmetic("int8", "--precision"), Arithmetic::int8);
   try {
