@@ -12,7 +12,7 @@
 #include "common/sentences.h"
 #include "audit/study_plan.h"
 #include "model/checkpoint.h"
-#include "runtime/rows.h"
+#include "instrument/rows.h"
 
 namespace lenscheck {
 

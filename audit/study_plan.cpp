@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/yaml_input.h"
+#include "model/error.h"
 
 namespace lenscheck {
 
@@ -53,7 +54,7 @@ StudyPlan load_study_plan(const std::filesystem::path& file) {
   const YAML::Node root = Y::load(file);
   Y::require_map(file, root, "a study plan");
   Y::only_keys(file, root, {"study", "registered", "hypothesis", "baseline", "lenses", "head_rule",
-                            "sentences", "model", "recorded", "abandon_if", "display"});
+                            "sentences", "model", "recorded", "abandon_if"});
   StudyPlan plan;
   plan.file = file;
   plan.study = Y::as_string(file, Y::required(file, root, "study"), "study");
@@ -106,26 +107,16 @@ StudyPlan load_study_plan(const std::filesystem::path& file) {
   }
   if (plan.abandon_if.empty()) Y::fail(file, criteria, "a plan without abandon criteria cannot be abandoned");
 
-  if (const YAML::Node d = root["display"]) {
-    Y::require_map(file, d, "display");
-    Y::only_keys(file, d, {"decimals", "top_targets", "sink_flags"});
-    DisplaySpec spec;
-    spec.decimals = static_cast<int>(Y::as_integer(file, Y::required(file, d, "decimals"), "decimals"));
-    if (spec.decimals < 0 || spec.decimals > 6) Y::fail(file, d["decimals"], "decimals must be 0 to 6");
-    spec.top_targets = static_cast<int>(Y::as_integer(file, Y::required(file, d, "top_targets"), "top_targets"));
-    if (spec.top_targets < 1) Y::fail(file, d["top_targets"], "top_targets must be at least 1");
-    const YAML::Node flags = Y::required(file, d, "sink_flags");
-    Y::require_sequence(file, flags, "sink_flags");
-    for (const YAML::Node& f : flags) {
-      const double t = Y::as_number(file, f, "a sink flag");
-      if (!(t > 0 && t < 1)) Y::fail(file, f, "a sink flag is a share strictly between 0 and 1");
-      if (!spec.sink_flags.empty() && t <= spec.sink_flags.back()) Y::fail(file, f, "sink_flags must ascend");
-      spec.sink_flags.push_back(t);
-    }
-    if (spec.sink_flags.empty()) Y::fail(file, flags, "sink_flags needs at least one threshold");
-    plan.display = spec;
-  }
   return plan;
+}
+
+Instrument instrument_of(const StudyPlan& plan) {
+  const std::filesystem::path display = display_file_beside(plan.file);
+  if (!std::filesystem::exists(display))
+    throw InputError(display, fmt::format("no such file: the display verdict on study plan {} reads what the "
+                                          "instrument prints (decimals, top_targets, sink_flags) from this file "
+                                          "beside it", plan.file.string()));
+  return {plan.file, display, plan.head_rule, plan.lenses, load_display_spec(display)};
 }
 
 RecordedNumbers load_recorded_numbers(const std::filesystem::path& file) {

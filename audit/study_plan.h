@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "instrument/instrument.h"
 #include "runtime/lens.h"
-#include "runtime/rows.h"
 
 namespace lenscheck {
 
@@ -31,15 +31,6 @@ struct AbandonCriterion {
   std::string describe() const;  // "value_norm worst_row_sink_share above 0.5"
 };
 
-// What the instrument prints of a row, for verify's display verdict (gate/display.h): the `top_targets`
-// heaviest content words with their displayed weights, and the sink share, each to `decimals` decimals
-// (of a fraction: 2 prints 0.43), and a disclosure flag wherever the sink share reaches a threshold.
-struct DisplaySpec {
-  int decimals = 0;
-  int top_targets = 0;
-  std::vector<double> sink_flags;  // ascending, each in (0, 1)
-};
-
 struct StudyPlan {
   std::filesystem::path file;
   std::string study, registered, hypothesis;
@@ -49,10 +40,13 @@ struct StudyPlan {
   std::filesystem::path sentences, model;   // resolved against the plan's folder
   std::optional<std::filesystem::path> recorded;
   std::vector<AbandonCriterion> abandon_if;
-  std::optional<DisplaySpec> display;  // what the instrument prints; the audit reads none of it
 };
 
 StudyPlan load_study_plan(const std::filesystem::path& file);
+
+// The instrument as the plan registers it (its lenses and head rule), printed as the display file beside
+// it says (instrument/display_spec.h); an InputError naming that file when it is missing or malformed.
+Instrument instrument_of(const StudyPlan& plan);
 
 // Numbers a past audit showed, which a port must re-derive before it is used for a new conclusion.
 struct RecordedNumber {

@@ -105,8 +105,9 @@ int main(int argc, char** argv) {
   verify->add_option("--reference", reference, "judge this trace (safetensors), or every *.safetensors of this "
                                                "directory (one sentence each), instead of the runtime");
   std::string candidate = "runtime", declared, display_plan = data.study_plan();
-  verify->add_option("--plan", display_plan, "study plan whose head rule, lenses and display: block (decimals, "
-                                             "top targets, sink flags) the display verdict follows")
+  verify->add_option("--plan", display_plan, "study plan whose head rule and lenses the display verdict follows, "
+                                             "printed as the display file beside it says (PLAN.display.yaml: "
+                                             "decimals, top targets, sink flags)")
       ->capture_default_str();
   lc::onnx_export::CandidateSpec ort;
   verify->add_option("--precision", declared, "the scheme the candidate declares (README, \"Schemes\"), in which its "
@@ -252,9 +253,10 @@ int main(int argc, char** argv) {
       const lc::Checkpoint ck = lc::load_checkpoint(model_dir);
       const lc::Tolerances tol = lc::load_tolerances(data.checked(tolerances));
       const lc::Rule rule = absolute ? lc::Rule::absolute : lc::Rule::derived;
-      const lc::StudyPlan plan = lc::load_study_plan(data.checked(display_plan));
-      if (!absolute) lc::required_display(plan);  // before any candidate runs
-      lc::VerifyOptions options{.rule = rule, .threads = threads, .plan = absolute ? nullptr : &plan};
+      // Read before any candidate runs: a missing or malformed display file is bad input, not a late failure.
+      const std::optional<lc::Instrument> instrument =
+          absolute ? std::nullopt : std::optional(lc::instrument_of(lc::load_study_plan(data.checked(display_plan))));
+      lc::VerifyOptions options{.rule = rule, .threads = threads, .instrument = instrument ? &*instrument : nullptr};
       if (!declared.empty()) options.arithmetic = lc::parse_arithmetic(declared, "--precision");
       if (!reference.empty()) return run_verify(lc::verify_reference(ck, reference, tol, options), report, json, junit);
       const auto list = lc::load_sentences(data.checked(sentences));

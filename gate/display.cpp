@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "model/error.h"
-#include "runtime/rows.h"
+#include "instrument/rows.h"
 
 namespace lenscheck {
 
@@ -36,35 +36,16 @@ struct HeadRows {
   std::string problem;
 };
 HeadRows rows_of(const Trace& t, const WordLayout& layout, Lens lens, int word, int layers, int heads) {
-  HeadRows r;
-  const auto tokens = int64_t(t.input_ids.size());
-  for (int l = 0; l < layers; ++l) {
-    const std::string name = lens_tensor(lens, l);
-    const Tensor* w = t.find(name);
-    if (!w) return {{}, name + " is missing"};
-    if (w->shape != std::vector<int64_t>{heads, tokens, tokens}) return {{}, name + " is not [heads, T, T]"};
-    try {
-      for (int h = 0; h < heads; ++h) {
-        r.rows.push_back(word_row(layout, *w, {l, h}, word));
-        (void)r.rows.back().sink_share();  // a NaN or Inf total throws here, not later
-      }
-    } catch (const NonFiniteError& e) {
-      return {{}, e.what()};
-    }
+  try {
+    HeadRows r{head_rows(t, layout, lens, word, layers, heads), ""};
+    for (const WordRow& row : r.rows) (void)row.sink_share();  // a NaN or Inf total throws here, not later
+    return r;
+  } catch (const std::invalid_argument& e) {
+    return {{}, e.what()};
+  } catch (const NonFiniteError& e) {
+    return {{}, e.what()};
   }
-  return r;
 }
-
-// The head the rule opens: the largest score, the lowest layer and head on a tie (as instrument_row).
-size_t opened(const std::vector<WordRow>& rows, const HeadRule& rule, int heads) {
-  if (rule.kind == HeadRule::Kind::fixed) return size_t(rule.fixed.layer * heads + rule.fixed.head);
-  size_t best = 0;
-  for (size_t i = 1; i < rows.size(); ++i)
-    if (rule.score(rows[i]) > rule.score(rows[best])) best = i;
-  return best;
-}
-
-std::string printed(double x, int decimals) { return fmt::format("{:.{}f}", x, decimals); }
 
 // The distance of x from the nearest rounding boundary of printing it with `decimals` decimals.
 double rounding_margin(double x, int decimals) {
@@ -74,56 +55,15 @@ double rounding_margin(double x, int decimals) {
 
 std::string flag_name(double threshold) { return fmt::format("flag {:g} %", 100 * threshold); }
 
-// The content words a row can show: every word but the query word itself, unless it is the only one.
-std::vector<int> content_words(size_t words, int word) {
-  std::vector<int> all;
-  for (int w = 0; w < int(words); ++w)
-    if (w != word || words == 1) all.push_back(w);
-  return all;
-}
-
-// What one head's row prints, its head aside: the heaviest content words with their printed weights,
-// ranked by printed weight and equal printed weights by position in the sentence (so that two words
-// both printed 0.00 show one thing, whichever is heavier underneath), the sink share, and each flag.
-struct Printed {
-  std::vector<std::pair<int, std::string>> targets;
-  std::string sink = "—";  // undefined: the row carries no weight
-  std::vector<bool> flags;
-  bool operator==(const Printed&) const = default;
-};
-Printed printed_row(const WordRow& row, int word, const DisplaySpec& spec) {
-  Printed p;
-  if (const std::optional<double> s = row.sink_share()) {
-    p.sink = printed(*s, spec.decimals);
-    for (double threshold : spec.sink_flags) p.flags.push_back(*s >= threshold);
-  }
-  if (const auto shown = row.displayed()) {
-    std::vector<std::pair<double, int>> ranked;  // printed weight, word
-    for (int w : content_words(shown->size(), word))
-      ranked.emplace_back(std::stod(printed((*shown)[size_t(w)], spec.decimals)), w);
-    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    ranked.resize(std::min(ranked.size(), size_t(spec.top_targets)));
-    for (const auto& [weight, w] : ranked) p.targets.emplace_back(w, printed((*shown)[size_t(w)], spec.decimals));
-  }
-  return p;
-}
-
 }  // namespace
 
-const DisplaySpec& required_display(const StudyPlan& plan) {
-  if (!plan.display)
-    throw InputError(plan.file, "the plan has no display: block (decimals, top_targets, sink_flags), which the "
-                                "display verdict needs");
-  return *plan.display;
-}
-
-std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string& sentence, const Trace& candidate,
+std::vector<DisplayRow> compare_display(const Instrument& instrument, const std::string& sentence, const Trace& candidate,
                                         const Trace& truth, const std::vector<const Trace*>& benchmarks, int layers,
                                         int heads, size_t& rows) {
-  const DisplaySpec& spec = required_display(plan);
-  if (plan.head_rule.kind == HeadRule::Kind::fixed &&
-      (plan.head_rule.fixed.layer >= layers || plan.head_rule.fixed.head >= heads))
-    throw InputError(plan.file, fmt::format("head rule {} names a head the model lacks", plan.head_rule.label()));
+  const DisplaySpec& spec = instrument.display;
+  const HeadRule& rule = instrument.head_rule;
+  if (rule.kind == HeadRule::Kind::fixed && (rule.fixed.layer >= layers || rule.fixed.head >= heads))
+    throw InputError(instrument.plan_file, fmt::format("head rule {} names a head the model lacks", rule.label()));
   WordLayout layout;
   try {
     layout = WordLayout::of(truth);
@@ -131,7 +71,7 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
     throw InputError(sentence, fmt::format("the display verdict needs its words: {}", e.what()));
   }
   std::vector<DisplayRow> flagged;
-  for (Lens lens : plan.lenses)
+  for (Lens lens : instrument.lenses)
     for (int word = 0; word < int(layout.words.size()); ++word) {
       ++rows;
       const HeadRows candidate_rows = rows_of(candidate, layout, lens, word, layers, heads);
@@ -170,14 +110,14 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
       // The head. Within twice the error of the rule's scores (both heads' scores carry it) another head
       // could be opened; that matters only where it would print another row. An exact tie in the truth is
       // decided by the rule's tie-break, which the candidate must follow.
-      const size_t ht = opened(t, plan.head_rule, heads), hc = opened(c, plan.head_rule, heads);
-      const Printed pt = printed_row(t[ht], word, spec);
-      if (plan.head_rule.kind != HeadRule::Kind::fixed) {
+      const size_t ht = opened_head(t, rule, heads), hc = opened_head(c, rule, heads);
+      const PrintedRow pt = printed_row(t[ht], word, spec);
+      if (rule.kind != HeadRule::Kind::fixed) {
         double error = 0;
         for (const auto& bench : b)
           for (size_t i = 0; i < t.size(); ++i)
-            error = std::max(error, std::fabs(plan.head_rule.score(bench[i]) - plan.head_rule.score(t[i])));
-        auto gap = [&](size_t i) { return plan.head_rule.score(t[ht]) - plan.head_rule.score(t[i]); };
+            error = std::max(error, std::fabs(rule.score(bench[i]) - rule.score(t[i])));
+        auto gap = [&](size_t i) { return rule.score(t[ht]) - rule.score(t[i]); };
         double margin = INFINITY;  // to the nearest head that would print another row
         for (size_t i = 0; i < t.size(); ++i)
           if (i != ht && gap(i) > 0 && gap(i) < margin && printed_row(t[i], word, spec) != pt) margin = gap(i);
@@ -188,7 +128,7 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
         flagged.push_back(std::move(row));
         continue;
       }
-      const Printed pc = printed_row(c[ht], word, spec);
+      const PrintedRow pc = printed_row(c[ht], word, spec);
 
       // The sink share and its flags.
       const std::optional<double> st = t[ht].sink_share(), sc = c[ht].sink_share();
@@ -230,7 +170,7 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
       auto units = [&](double x) { return std::llround(x * scale); };
       const long long cutoff = pt.targets.empty() ? 0 : units(std::stod(pt.targets.back().second));
       const bool list_full = int(pt.targets.size()) == spec.top_targets;
-      auto shown_in = [](const Printed& p, int w) {
+      auto shown_in = [](const PrintedRow& p, int w) {
         return std::any_of(p.targets.begin(), p.targets.end(), [&](const auto& target) { return target.first == w; });
       };
       for (int w : content_words(wt->size(), word)) {
@@ -254,12 +194,10 @@ std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string
   return flagged;
 }
 
-DisplayVerdict display_verdict(const StudyPlan& plan, std::vector<std::vector<DisplayRow>> per_sentence, size_t rows) {
+DisplayVerdict display_verdict(const Instrument& instrument, std::vector<std::vector<DisplayRow>> per_sentence,
+                               size_t rows) {
   DisplayVerdict v;
-  v.plan_file = plan.file;
-  v.spec = required_display(plan);
-  v.head_rule = plan.head_rule;
-  v.lenses = plan.lenses;
+  v.instrument = instrument;
   v.rows = rows;
   for (auto& sentence : per_sentence)
     for (DisplayRow& r : sentence) v.flagged.push_back(std::move(r));
@@ -311,7 +249,7 @@ std::string DisplayVerdict::headline(const std::string& arithmetic) const {
 std::string display_markdown(const DisplayVerdict& v, const std::string& arithmetic) {
   std::string s = fmt::format(
       "## What the instrument shows — {}\n\n**{}.**\n\n"
-      "Every word of every sentence under each lens ({}), with the plan's head rule `{}` (`{}`): the head opened, "
+      "Every word of every sentence under each lens ({}), with the plan's head rule `{}` (`{}`), printed as `{}` says: the head opened, "
       "the {} heaviest content words and their displayed weights, the sink share ({} decimals) and a flag at {}. "
       "Equal printed weights are ranked by their word's position. Computed from the candidate and from the fp64 "
       "truth. A row prints differently when any of this differs; that is explained by the declared arithmetic "
@@ -322,12 +260,13 @@ std::string display_markdown(const DisplayVerdict& v, const std::string& arithme
       "truth lies within that error of such a boundary, whatever the candidate prints.\n\n",
       v.pass() ? "PASS" : "FAIL", v.headline(arithmetic), [&] {
         std::string l;
-        for (Lens lens : v.lenses) l += (l.empty() ? "" : ", ") + std::string(lens_name(lens));
+        for (Lens lens : v.instrument.lenses) l += (l.empty() ? "" : ", ") + std::string(lens_name(lens));
         return l;
       }(),
-      v.head_rule.label(), v.plan_file.string(), v.spec.top_targets, v.spec.decimals, [&] {
+      v.instrument.head_rule.label(), v.instrument.plan_file.string(), v.instrument.display_file.string(),
+      v.instrument.display.top_targets, v.instrument.display.decimals, [&] {
         std::string f;
-        for (double t : v.spec.sink_flags) f += fmt::format("{}{:g} %", f.empty() ? "" : " and ", 100 * t);
+        for (double t : v.instrument.display.sink_flags) f += fmt::format("{}{:g} %", f.empty() ? "" : " and ", 100 * t);
         return f;
       }());
   constexpr size_t kShown = 40;  // the report lists at most this many rows of each kind; the JSON all

@@ -2,7 +2,7 @@
 // The display verdict: what the instrument shows, computed from the candidate and from the fp64 truth,
 // row by row. For every word of every sentence and every lens of the study plan: the head the plan's
 // rule opens, its top targets and their displayed weights, the sink share, and a disclosure flag at each
-// threshold, printed as the plan's `display:` says (audit/study_plan.h).
+// threshold, printed as the display file beside the plan says (instrument/instrument.h).
 //
 // A row prints differently when any printed item differs (equal printed weights are ranked by word
 // position, so weights that print alike show one thing). Where it does, the difference is explained by the
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/study_plan.h"
+#include "instrument/instrument.h"
 #include "model/trace.h"
 #include "runtime/lens.h"
 
@@ -48,10 +48,7 @@ struct DisplayRow {
 };
 
 struct DisplayVerdict {
-  std::filesystem::path plan_file;
-  DisplaySpec spec;
-  HeadRule head_rule;
-  std::vector<Lens> lenses;
+  Instrument instrument;
   size_t rows = 0;                // every row compared, over sentences, words and lenses
   std::vector<DisplayRow> flagged;  // the rows that differ or are undecidable, in sentence order
   size_t differing() const { return count(&DisplayRow::differs); }
@@ -67,17 +64,14 @@ struct DisplayVerdict {
   size_t count(bool (DisplayRow::*kind)() const) const;
 };
 
-// The plan's display: block; an InputError naming the plan when it has none.
-const DisplaySpec& required_display(const StudyPlan& plan);
-
 // The rows of one sentence: `benchmarks` are the benchmark and its probes. Every trace holds the lens
 // tensors of every layer (Record::instrument or more) for the same tokens and word ids.
-std::vector<DisplayRow> compare_display(const StudyPlan& plan, const std::string& sentence, const Trace& candidate,
+std::vector<DisplayRow> compare_display(const Instrument& instrument, const std::string& sentence, const Trace& candidate,
                                         const Trace& truth, const std::vector<const Trace*>& benchmarks, int layers,
                                         int heads, size_t& rows);
 
 // Gathers the sentences' rows into the verdict.
-DisplayVerdict display_verdict(const StudyPlan& plan, std::vector<std::vector<DisplayRow>> per_sentence, size_t rows);
+DisplayVerdict display_verdict(const Instrument& instrument, std::vector<std::vector<DisplayRow>> per_sentence, size_t rows);
 
 // Markdown section and JSON of the verdict, for the verify reports.
 std::string display_markdown(const DisplayVerdict& verdict, const std::string& arithmetic);

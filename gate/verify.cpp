@@ -223,15 +223,15 @@ void judge_sentence(const Judge& judge, const VerifyOptions& options, const Bert
                     const Trace& candidate, const Encoding& encoding) {
   const Judge::References refs = judge.references(encoding);
   v.gate = judge.judge(candidate, refs);
-  if (!options.plan || judge.rule() != Rule::derived) return;
-  v.display = compare_display(*options.plan, v.sentence.id, candidate, *refs.truth, refs.benchmarks(),
+  if (!options.instrument || judge.rule() != Rule::derived) return;
+  v.display = compare_display(*options.instrument, v.sentence.id, candidate, *refs.truth, refs.benchmarks(),
                               config.num_hidden_layers, config.num_attention_heads, v.display_rows);
 }
 
 // The summary over sentences, and the display verdict where one was asked for.
 void conclude(VerifyResult& r, const Judge& judge, const VerifyOptions& options, std::string candidate) {
   r.gate = summarise_verdicts(r.sentences, judge, std::move(candidate));
-  if (!options.plan) return;
+  if (!options.instrument) return;
   if (judge.rule() != Rule::derived) {
     r.notes.push_back("no display verdict under the absolute rule: it compares with the fp64 truth");
     return;
@@ -242,7 +242,7 @@ void conclude(VerifyResult& r, const Judge& judge, const VerifyOptions& options,
     rows.push_back(v.display);
     compared += v.display_rows;
   }
-  r.display = display_verdict(*options.plan, std::move(rows), compared);
+  r.display = display_verdict(*options.instrument, std::move(rows), compared);
 }
 
 }  // namespace
@@ -332,9 +332,9 @@ VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path&
   const Judge judge(ck, tolerances, rule, arithmetic);
   // The display verdict reads the words: a trace without word ids gets the tensor verdict alone.
   VerifyOptions judged = options;
-  for (size_t i = 0; i < files.size() && judged.plan; ++i)
+  for (size_t i = 0; i < files.size() && judged.instrument; ++i)
     if (candidates[i].word_ids.empty()) {
-      judged.plan = nullptr;
+      judged.instrument = nullptr;
       r.notes.push_back(fmt::format("no display verdict: {} has no word_ids in its __metadata__", files[i].string()));
     }
   std::string producer;

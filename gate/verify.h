@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "audit/study_plan.h"
 #include "gate/compare.h"
 #include "gate/display.h"
+#include "instrument/instrument.h"
 #include "common/sentences.h"
 #include "gate/tolerances.h"
 #include "model/arithmetic.h"
@@ -74,7 +74,7 @@ struct VerifyResult {
   std::vector<std::string> notes;
   std::vector<SentenceVerdict> sentences;
   ComparisonSummary gate;
-  std::optional<DisplayVerdict> display;  // what the instrument shows, compared (VerifyOptions::plan)
+  std::optional<DisplayVerdict> display;  // what the instrument shows, compared (VerifyOptions::instrument)
   bool pass() const;                      // the tensor gate, and the display verdict where there is one
 };
 
@@ -84,9 +84,9 @@ struct VerifyOptions {
   // Empty: the candidate's own (the runtime fp32; a reference trace what its precision field says).
   std::optional<Arithmetic> arithmetic = std::nullopt;
   unsigned threads = 1;  // sentences in parallel; results do not depend on it
-  // The study plan whose head rule, lenses and display: block the display verdict follows; none: no
-  // display verdict. Derived rule only (it reads the fp64 truth).
-  const StudyPlan* plan = nullptr;
+  // What the instrument shows, which the display verdict compares; none: no display verdict. Derived
+  // rule only (it reads the fp64 truth).
+  const Instrument* instrument = nullptr;
 };
 
 VerifyResult verify_sentences(const Checkpoint& checkpoint, const std::vector<Sentence>& sentences,

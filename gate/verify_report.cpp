@@ -255,9 +255,12 @@ void write_verify_json(const VerifyResult& r, const std::filesystem::path& file)
   j["gate"] = summary_json(r.gate);
   if (r.display) {
     const DisplayVerdict& d = *r.display;
-    nlohmann::ordered_json dj = {{"pass", d.pass()}, {"plan", d.plan_file.string()}, {"head_rule", d.head_rule.label()},
-                                 {"decimals", d.spec.decimals}, {"top_targets", d.spec.top_targets},
-                                 {"sink_flags", d.spec.sink_flags}, {"rows", d.rows}, {"wrong", d.wrong()},
+    nlohmann::ordered_json dj = {{"pass", d.pass()}, {"plan", d.instrument.plan_file.string()},
+                                 {"display_file", d.instrument.display_file.string()},
+                                 {"head_rule", d.instrument.head_rule.label()},
+                                 {"decimals", d.instrument.display.decimals},
+                                 {"top_targets", d.instrument.display.top_targets},
+                                 {"sink_flags", d.instrument.display.sink_flags}, {"rows", d.rows}, {"wrong", d.wrong()},
                                  {"printed_differently", d.differing()}, {"within_arithmetic_error", d.explained()},
                                  {"undecidable", d.undecidable()},
                                  {"headline", d.headline(arithmetic_name(r.gate.arithmetic))},

@@ -12,7 +12,7 @@
 #include "model/checkpoint.h"
 #include "model/trace.h"
 #include "runtime/faults.h"
-#include "runtime/rows.h"
+#include "instrument/rows.h"
 
 namespace lenscheck::mutation {
 

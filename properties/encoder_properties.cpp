@@ -16,7 +16,7 @@
 #include "oracle/oracle.h"
 #include "properties/generators.h"
 #include "runtime/encoder.h"
-#include "runtime/rows.h"
+#include "instrument/rows.h"
 #include "tests/test_support.h"
 
 namespace lenscheck {

@@ -1,6 +1,6 @@
 // Properties of the lenses and of the rows the instrument shows, over random attention and norm
 // tensors: the lens computation (runtime/kernels.h weight_by_key), word aggregation and head
-// selection (runtime/rows.h).
+// selection (instrument/rows.h).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "properties/generators.h"
-#include "runtime/rows.h"
+#include "instrument/rows.h"
 
 namespace lenscheck {
 namespace {

@@ -36,6 +36,9 @@ expect(passes "torch in oracle/*.cpp" oracle/oracle.cpp "#include <torch/torch.h
 expect(passes "a test including any room" tests/any_test.cpp "#include \"cli/arguments.h\"\n#include \"mutations/mutate.h\"\n")
 expect(fails "the gate including the mutations" gate/judge.cpp "#include \"mutations/mutate.h\"\n")
 expect(fails "the audit including the gate" audit/audit.cpp "#include \"gate/verify.h\"\n")
+expect(fails "the gate including the audit's plans" gate/display.cpp "#include \"audit/study_plan.h\"\n")
+expect(passes "the gate including the instrument" gate/display.cpp
+       "#include \"instrument/rows.h\"\n")
 expect(fails "the runtime including the oracle" runtime/encoder.h "#include \"oracle/oracle.h\"\n")
 expect(fails "the runtime including torch" runtime/encoder.cpp "#include <torch/torch.h>\n")
 expect(fails "torch in the oracle's header" oracle/oracle.h "  #  include <ATen/ATen.h>\n")
@@ -46,9 +49,9 @@ expect(fails "a path around the check" gate/judge.cpp "#include \"../audit/audit
 expect(fails "a header without its room" gate/judge.cpp "#include \"audit.h\"\n")
 expect(fails "a room by angle brackets" common/sentences.cpp "#include <synth/corpus.h>\n")
 expect(passes "a README that lists what its room may include" audit/README.md
-       "# audit/\n\nMay include: model/, runtime/, common/ (cmake/rooms.cmake).\n")
+       "# audit/\n\nMay include: model/, runtime/, common/, instrument/ (cmake/rooms.cmake).\n")
 expect(fails "a README that lists what its room may not include" audit/README.md
-       "# audit/\n\nMay include: model/, runtime/, common/, gate/ (cmake/rooms.cmake).\n")
+       "# audit/\n\nMay include: model/, runtime/, common/, instrument/, gate/ (cmake/rooms.cmake).\n")
 file(WRITE "${WORK}/upward.cmake" "set(LENSCHECK_ROOMS model gate audit)\nset(LENSCHECK_USES_gate model audit)\nset(LENSCHECK_USES_audit model)\n")
 expect(fails "a table whose arrow runs up" model/config.h "" "${WORK}/upward.cmake")
 

@@ -50,8 +50,8 @@ ratios() {  # "global worst (median) · local worst" per family, from verify's p
       echo "- $run: exit ${summary[$fixture-$run]}, $(grep -m1 'vs oracle fp64' $out/$fixture-$run.txt)"
     done
     echo
-    echo "What the instrument shows (the display verdict, fixtures/studies/norm-weighted-attention.yaml's"
-    echo "head rule, lenses and display block):"
+    echo "What the instrument shows (the display verdict: fixtures/studies/norm-weighted-attention.yaml's"
+    echo "head rule and lenses, printed as norm-weighted-attention.display.yaml beside it says):"
     echo
     for run in fp32 fp16 int8; do
       echo "- $run: $(grep -m1 '^display verdict' $out/$fixture-$run.txt | sed 's/^display verdict: //')"

@@ -26,9 +26,10 @@ const Tolerances& tolerances() {
   static const Tolerances t = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
   return t;
 }
-const StudyPlan& plan() {
-  static const StudyPlan p = load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml");
-  return p;
+const Instrument& instrument() {
+  static const Instrument i =
+      instrument_of(load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml"));
+  return i;
 }
 const Encoding& nurse() {
   static const Encoding e = encode_sentence(BertTokenizer(bert_mini().vocab),
@@ -44,12 +45,12 @@ const std::filesystem::path& sentences_file() {
 
 TEST(Display, TheRuntimeShowsWhatTheTruthShowsOnEveryRow) {
   const std::vector<Sentence> sentences = load_sentences(sentences_file());
-  const VerifyResult r = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(), {.plan = &plan()});
+  const VerifyResult r = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(), {.instrument = &instrument()});
   ASSERT_TRUE(r.display);
   const BertTokenizer tokenizer(bert_mini().vocab);
   size_t expected = 0;
   for (const Sentence& s : sentences) expected += encode_sentence(tokenizer, s, 512, "test").words.size();
-  EXPECT_EQ(r.display->rows, expected * plan().lenses.size());
+  EXPECT_EQ(r.display->rows, expected * instrument().lenses.size());
   EXPECT_EQ(r.display->wrong(), 0u);
   EXPECT_LT(r.display->undecidable(), r.display->rows / 20) << "fp32's own error decides nearly every row";
   EXPECT_TRUE(r.pass());
@@ -69,7 +70,7 @@ TEST(Display, ARowThatSinksWhereTheTruthDoesNotIsWrongUnderEveryLens) {
     }
   const auto dir = test::temp_dir("sinking_row");
   save_trace(dir / "t.safetensors", t);
-  const VerifyResult r = verify_reference(ck, dir / "t.safetensors", tolerances(), {.plan = &plan()});
+  const VerifyResult r = verify_reference(ck, dir / "t.safetensors", tolerances(), {.instrument = &instrument()});
   ASSERT_TRUE(r.display);
   EXPECT_FALSE(r.display->pass());
   EXPECT_FALSE(r.pass());
@@ -84,7 +85,7 @@ TEST(Display, ARowThatSinksWhereTheTruthDoesNotIsWrongUnderEveryLens) {
     });
     EXPECT_TRUE(names_the_sink) << lens_name(row.lens);
   }
-  EXPECT_EQ(wrong_lenses.size(), plan().lenses.size());
+  EXPECT_EQ(wrong_lenses.size(), instrument().lenses.size());
   // The headline counts them as rows that print differently, beyond what fp32 explains.
   const size_t wrong = r.display->wrong();
   EXPECT_EQ(r.display->differing(), wrong);
@@ -95,9 +96,9 @@ TEST(Display, ARowThatSinksWhereTheTruthDoesNotIsWrongUnderEveryLens) {
 
 TEST(Display, ACoarserDeclaredArithmeticLeavesMoreRowsUndecidableAndNoneWrong) {
   const std::vector<Sentence> sentences = load_sentences(sentences_file());
-  const VerifyResult fp32 = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(), {.plan = &plan()});
+  const VerifyResult fp32 = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(), {.instrument = &instrument()});
   const VerifyResult int8 = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(),
-                                             {.arithmetic = Arithmetic::int8, .plan = &plan()});
+                                             {.arithmetic = Arithmetic::int8, .instrument = &instrument()});
   ASSERT_TRUE(fp32.display && int8.display);
   EXPECT_EQ(int8.display->wrong(), 0u);  // the fp32 runtime errs far less than int8 may
   EXPECT_EQ(int8.display->differing(), int8.display->explained());
@@ -109,28 +110,28 @@ TEST(Display, ACoarserDeclaredArithmeticLeavesMoreRowsUndecidableAndNoneWrong) {
     }
 }
 
-TEST(Display, APlanWithoutADisplayBlockOrWithABadOneIsBadInput) {
+TEST(Display, APlanWithoutADisplayFileOrWithABadOneIsBadInput) {
   const auto dir = test::temp_dir("display_plans");
-  const std::string plan_text = test::read_file(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml");
-  const std::string without = plan_text.substr(0, plan_text.find("display:"));
-  test::write_file(dir / "without.yaml", without);
+  test::write_file(dir / "plan.yaml",
+                   test::read_file(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml"));
   const test::CommandResult r = test::run_cli("verify --model " + test::quoted(test::bert_mini()) + " --sentences " +
                                               test::quoted(sentences_file()) + " --plan " +
-                                              test::quoted(dir / "without.yaml"));
+                                              test::quoted(dir / "plan.yaml"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("without.yaml: the plan has no display: block"), std::string::npos) << r.output;
-  for (const auto& [block, problem] :
-       std::vector<std::pair<std::string, std::string>>{
-           {"display:\n  decimals: 9\n  top_targets: 3\n  sink_flags: [0.5]\n", "decimals must be 0 to 6"},
-           {"display:\n  decimals: 2\n  top_targets: 3\n  sink_flags: [0.9, 0.5]\n", "sink_flags must ascend"},
-           {"display:\n  decimals: 2\n  sink_flags: [0.5]\n", "top_targets"},
-           {"display:\n  decimals: 2\n  top_targets: 3\n  sink_flags: [1.5]\n", "strictly between 0 and 1"}}) {
-    test::write_file(dir / "bad.yaml", without + block);
+  EXPECT_NE(r.output.find("plan.display.yaml: no such file: the display verdict on study plan"), std::string::npos)
+      << r.output;
+  for (const auto& [text, problem] : std::vector<std::pair<std::string, std::string>>{
+           {"decimals: 9\ntop_targets: 3\nsink_flags: [0.5]\n", "decimals must be 0 to 6"},
+           {"decimals: 2\ntop_targets: 3\nsink_flags: [0.9, 0.5]\n", "sink_flags must ascend"},
+           {"decimals: 2\nsink_flags: [0.5]\n", "top_targets"},
+           {"decimals: 2\ntop_targets: 3\nsink_flags: [1.5]\n", "strictly between 0 and 1"},
+           {"decimals: 2\ntop_targets: 3\nsink_flags: [0.5]\nhead_rule: min_sink\n", "head_rule"}}) {
+    test::write_file(dir / "plan.display.yaml", text);
     try {
-      load_study_plan(dir / "bad.yaml");
-      ADD_FAILURE() << block;
+      instrument_of(load_study_plan(dir / "plan.yaml"));
+      ADD_FAILURE() << text;
     } catch (const InputError& e) {
-      EXPECT_EQ(e.file(), dir / "bad.yaml");
+      EXPECT_EQ(e.file(), dir / "plan.display.yaml");
       EXPECT_NE(std::string(e.what()).find(problem), std::string::npos) << e.what();
     }
   }
@@ -143,7 +144,7 @@ TEST(Display, ANonFiniteWeightMakesItsRowWrongAndTheReportsStillGetWritten) {
   t.find("layer.2.lens.value_norm")->values[3 * enc.ids.size() + 4] = std::nan("");  // head 0, token 3 → token 4
   const auto dir = test::temp_dir("nan_row");
   save_trace(dir / "t.safetensors", t);
-  const VerifyResult r = verify_reference(ck, dir / "t.safetensors", tolerances(), {.plan = &plan()});
+  const VerifyResult r = verify_reference(ck, dir / "t.safetensors", tolerances(), {.instrument = &instrument()});
   ASSERT_TRUE(r.display);
   ASSERT_EQ(r.display->wrong(), 1u);
   EXPECT_EQ(r.display->flagged.front().at, 2);  // token 3 is "handed", word 2
@@ -159,7 +160,7 @@ TEST(Display, ATraceWithoutWordIdsOrPrecisionGetsTheTensorVerdictAsFp32) {
   t.precision.clear();
   const auto dir = test::temp_dir("bare_trace");
   save_trace(dir / "t.safetensors", t);
-  const VerifyResult r = verify_reference(ck, dir / "t.safetensors", tolerances(), {.plan = &plan()});
+  const VerifyResult r = verify_reference(ck, dir / "t.safetensors", tolerances(), {.instrument = &instrument()});
   EXPECT_FALSE(r.display);
   EXPECT_EQ(r.gate.arithmetic, Arithmetic::fp32);
   EXPECT_TRUE(r.pass());

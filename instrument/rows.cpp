@@ -1,4 +1,4 @@
-#include "runtime/rows.h"
+#include "instrument/rows.h"
 
 #include <fmt/format.h>
 
@@ -127,33 +127,37 @@ WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int wo
   return r;
 }
 
+std::vector<WordRow> head_rows(const Trace& trace, const WordLayout& layout, Lens lens, int word, int layers,
+                               int heads, RowFault fault) {
+  const auto tokens = static_cast<int64_t>(trace.input_ids.size());
+  std::vector<WordRow> rows;
+  for (int l = 0; l < layers; ++l) {
+    const std::string name = lens_tensor(lens, l);
+    const Tensor* w = trace.find(name);
+    if (!w) throw std::invalid_argument(name + " is missing");
+    if (w->shape != std::vector<int64_t>{heads, tokens, tokens}) throw std::invalid_argument(name + " is not [heads, T, T]");
+    for (int h = 0; h < heads; ++h) rows.push_back(word_row(layout, *w, {l, h}, word, fault));
+  }
+  return rows;
+}
+
+size_t opened_head(const std::vector<WordRow>& rows, const HeadRule& rule, int heads) {
+  if (rule.kind == HeadRule::Kind::fixed) {
+    const size_t i = size_t(rule.fixed.layer * heads + rule.fixed.head);
+    if (rule.fixed.head >= heads || i >= rows.size())
+      throw std::invalid_argument("head rule " + rule.label() + " names a head the model lacks");
+    return i;
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < rows.size(); ++i)
+    if (rule.score(rows[i]) > rule.score(rows[best])) best = i;
+  return best;
+}
+
 WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, int word,
                        const HeadRule& rule, int layers, int heads, RowFault fault) {
-  auto row_at = [&](HeadRef h) {
-    const Tensor* w = trace.find(lens_tensor(lens, h.layer));
-    if (!w) throw std::invalid_argument("trace lacks " + lens_tensor(lens, h.layer));
-    return word_row(layout, *w, h, word, fault);
-  };
-  if (rule.kind == HeadRule::Kind::fixed) {
-    if (rule.fixed.layer >= layers || rule.fixed.head >= heads)
-      throw std::invalid_argument("head rule " + rule.label() + " names a head the model lacks");
-    return row_at(rule.fixed);
-  }
-  std::optional<WordRow> best;
-  double best_score = 0;
-  for (int l = 0; l < layers; ++l) {
-    const Tensor* w = trace.find(lens_tensor(lens, l));
-    if (!w) throw std::invalid_argument("trace lacks " + lens_tensor(lens, l));
-    for (int h = 0; h < heads; ++h) {
-      WordRow r = word_row(layout, *w, {l, h}, word, fault);
-      const double score = rule.score(r);
-      if (!best || score > best_score) {
-        best_score = score;
-        best = std::move(r);
-      }
-    }
-  }
-  return *best;
+  std::vector<WordRow> rows = head_rows(trace, layout, lens, word, layers, heads, fault);
+  return std::move(rows[opened_head(rows, rule, heads)]);
 }
 
 }  // namespace lenscheck

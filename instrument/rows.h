@@ -66,9 +66,17 @@ enum class RowFault {
 WordRow word_row(const WordLayout& layout, const Tensor& lens_weights, HeadRef head, int word,
                  RowFault fault = RowFault::none);
 
-// The row the instrument shows: the head chosen by `rule` among every layer x head of the trace.
-// max_content_peak: largest top_share(); min_sink: smallest sink share. Ties go to the lowest
-// layer, then the lowest head, so selection is deterministic.
+// The rows of `word` under every layer x head of a lens, layer-major. Throws std::invalid_argument where
+// the trace cannot give them (a lens tensor missing or not [heads, T, T]).
+std::vector<WordRow> head_rows(const Trace& trace, const WordLayout& layout, Lens lens, int word, int layers,
+                               int heads, RowFault fault = RowFault::none);
+
+// The head a rule opens among one word's head_rows: the largest score, ties to the lowest layer, then the
+// lowest head, so selection is deterministic; the fixed head for Kind::fixed. Its index in `rows`.
+// Throws std::invalid_argument when a fixed head is not among the rows.
+size_t opened_head(const std::vector<WordRow>& rows, const HeadRule& rule, int heads);
+
+// The row the instrument shows: the head the rule opens, among every layer x head of the trace.
 WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, int word,
                        const HeadRule& rule, int layers, int heads, RowFault fault = RowFault::none);
 
