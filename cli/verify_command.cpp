@@ -1,0 +1,124 @@
+// lenscheck verify: a candidate (the runtime, ONNX Runtime, or reference traces) judged tensor by tensor
+// against the fp64 truth, and what the instrument shows.
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "audit/study_plan.h"
+#include "cli/commands.h"
+#include "gate/verify.h"
+#include "gate/verify_report.h"
+#include "onnx/candidate.h"
+
+namespace lenscheck::cli {
+
+namespace {
+
+void print_summary(const ComparisonSummary& c) {
+  fmt::print("{} vs {} ({} rule): {}\n", c.candidate, c.reference, rule_name(c.rule), c.pass() ? "PASS" : "FAIL");
+  for (const TensorSummary& t : c.families) {
+    const std::string measure =
+        c.rule == Rule::derived
+            ? fmt::format("{:5.2f}x {}'s error at most (median {:4.2f}x, k {:g}); local {}", t.ratios.max(),
+                          benchmark_label(c.arithmetic), t.ratios.median(), t.tolerance.k,
+                          t.local.values.empty() ? std::string("global only") : fmt::format("{:.2f}x", t.local.max()))
+            : fmt::format("max abs {:.3e}  max rel {:.3e}  max ULP {:>6}", t.max_abs, t.max_rel, t.max_ulp);
+    fmt::print("  {:<36} {}  bound used {:5.1f} %  {}\n", t.name, measure, 100 * t.bound_used,
+               t.pass() ? "pass" : "FAIL " + t.problem);
+  }
+}
+
+struct VerifyOptionsText {
+  std::string model_dir, sentences, tolerances, reference, report, json, junit;
+  std::string candidate = "runtime", declared, plan;
+  bool absolute = false;
+  onnx_export::CandidateSpec ort;
+};
+
+int report(const VerifyResult& r, const VerifyOptionsText& o) {
+  for (const std::string& n : r.notes) fmt::print(stderr, "note: {}\n", n);
+  print_summary(r.gate);
+  for (const SentenceVerdict& v : r.sentences)
+    if (const TensorComparison* first = v.gate.first_divergence()) {
+      fmt::print("sentence {}: first divergence at {}{} ({})\n", v.sentence.id, first->name, first->worst_label,
+                 failure_text(*first, r.gate.arithmetic));
+      if (const TensorComparison* blamed = v.gate.first_local_failure())
+        fmt::print("sentence {}: op to blame: {} (the first tensor whose op, recomputed from the candidate's own "
+                   "inputs, disagrees)\n", v.sentence.id, blamed->name);
+    } else if (!v.gate.problem.empty())
+      fmt::print("sentence {}: {}\n", v.sentence.id, v.gate.problem);
+  if (r.display)
+    fmt::print("display verdict: {}: {}\n", r.display->pass() ? "PASS" : "FAIL",
+               r.display->headline(arithmetic_name(r.gate.arithmetic)));
+  if (!o.report.empty()) write_verify_markdown(r, o.report);
+  if (!o.json.empty()) write_verify_json(r, o.json);
+  if (!o.junit.empty()) write_verify_junit(r, o.junit);
+  for (const std::string& f : {o.report, o.json, o.junit})
+    if (!f.empty()) fmt::print("wrote {}\n", f);
+  fmt::print("verify: {}\n", r.pass() ? "PASS" : "FAIL");
+  return r.pass() ? kPass : kFail;
+}
+
+}  // namespace
+
+Command add_verify(CLI::App& app, const Shared& shared) {
+  auto o = std::make_shared<VerifyOptionsText>();
+  o->sentences = shared.data.sentences();
+  o->tolerances = shared.data.tolerances();
+  o->plan = shared.data.study_plan();
+  auto* verify = app.add_subcommand("verify", "run the runtime and libtorch in fp32 and fp64 on every sentence; "
+                                              "judge every tensor of the runtime against the fp64 truth");
+  verify->add_option("--model", o->model_dir, "Hugging Face BERT checkpoint directory")->required();
+  verify->add_option("--sentences", o->sentences, "sentences YAML")->capture_default_str();
+  verify->add_option("--tolerances", o->tolerances, "tolerances YAML")->capture_default_str();
+  verify->add_flag("--absolute", o->absolute, "the tolerances file's absolute rules (atol, rtol against the fp32 "
+                                              "oracle) instead of the derived rule");
+  verify->add_option("--reference", o->reference, "judge this trace (safetensors), or every *.safetensors of this "
+                                                  "directory (one sentence each), instead of the runtime");
+  verify->add_option("--plan", o->plan, "study plan whose head rule and lenses the display verdict follows, "
+                                        "printed as the display file beside it says (PLAN.display.yaml: "
+                                        "decimals, top targets, sink flags)")
+      ->capture_default_str();
+  verify->add_option("--precision", o->declared, "the scheme the candidate declares (README, \"Schemes\"), in which "
+                                                 "its benchmark computes and each op is recomputed: fp32, tf32, bf16, "
+                                                 "fp16, fp16-ort-cpu or int8. Default: the candidate's own (the runtime "
+                                                 "fp32, onnxruntime:fp16 fp16-ort-cpu, a reference trace its precision)");
+  verify->add_option("--candidate", o->candidate, "runtime, or onnxruntime[:fp16|:int8]: the checkpoint exported to "
+                                                  "ONNX and run in onnxruntime-node (CPU) on every sentence")
+      ->capture_default_str();
+  verify->add_option("--ort-threads", o->ort.ort.intra_op_threads, "onnxruntime: intra-op threads")
+      ->capture_default_str()->check(CLI::Range(1, 256));
+  verify->add_option("--ort-optimization", o->ort.ort.graph_optimization, "onnxruntime: graph optimization level")
+      ->capture_default_str()->check(CLI::IsMember({"disabled", "basic", "extended", "layout", "all"}));
+  verify->add_option("--ort-timeout", o->ort.ort.sentence_seconds,
+                     "onnxruntime: seconds one sentence may take (bert-base-shape takes under 0.1 s; "
+                     "reports/bench.md)")->capture_default_str()->check(CLI::PositiveNumber);
+  verify->add_option("--report", o->report, "Markdown report path");
+  verify->add_option("--json", o->json, "JSON report path");
+  verify->add_option("--junit", o->junit, "JUnit XML path");
+
+  return {verify, [o, &shared] {
+            const DataPaths& data = shared.data;
+            const Checkpoint ck = load_checkpoint(o->model_dir);
+            const Tolerances tol = load_tolerances(data.checked(o->tolerances));
+            // Read before any candidate runs: a missing or malformed display file is bad input, not a late
+            // failure.
+            const std::optional<Instrument> instrument =
+                o->absolute ? std::nullopt : std::optional(instrument_of(load_study_plan(data.checked(o->plan))));
+            VerifyOptions options{.rule = o->absolute ? Rule::absolute : Rule::derived,
+                                  .threads = shared.threads,
+                                  .instrument = instrument ? &*instrument : nullptr};
+            if (!o->declared.empty()) options.arithmetic = parse_arithmetic(o->declared, "--precision");
+            if (!o->reference.empty()) return report(verify_reference(ck, o->reference, tol, options), *o);
+            const auto sentences = load_sentences(data.checked(o->sentences));
+            if (o->candidate == "runtime")
+              return report(verify_sentences(ck, sentences, o->sentences, tol, options), *o);
+            o->ort.variant = onnx_export::parse_candidate(o->candidate);
+            if (!options.arithmetic) options.arithmetic = onnx_export::declared_arithmetic(o->ort.variant);
+            return report(onnx_export::verify_onnxruntime(ck, sentences, o->sentences, tol, options, o->ort), *o);
+          }};
+}
+
+}  // namespace lenscheck::cli
