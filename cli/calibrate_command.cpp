@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "gate/calibrate.h"
+#include "gate/calibrate_report.h"
 #include "onnx/candidate.h"
 
 namespace lenscheck::cli {

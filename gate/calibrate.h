@@ -107,9 +107,5 @@ struct CalibrationResult {
 
 CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptions& options,
                             const std::function<void(const std::string&)>& progress);
-// One report over every candidate calibrated: false alarms and detection thresholds side by side, then
-// a section per candidate.
-void write_calibration_markdown(const std::vector<CalibrationResult>& results, const std::filesystem::path& file);
-void write_calibration_json(const std::vector<CalibrationResult>& results, const std::filesystem::path& file);
 
 }  // namespace lenscheck

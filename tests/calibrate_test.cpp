@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gate/calibrate.h"
+#include "gate/calibrate_report.h"
 #include "oracle/oracle.h"
 #include "tests/test_support.h"
 
