@@ -47,7 +47,7 @@ Command add_calibrate(CLI::App& app, const Shared& shared) {
               if (c != "runtime") {
                 onnx_export::CandidateSpec spec;
                 spec.variant = onnx_export::parse_candidate(c);
-                runs.back().candidate = onnx_export::calibration_candidate(spec);
+                runs.back().candidate = onnx_export::candidate(spec);
               }
             }
             std::vector<CalibrationResult> results;

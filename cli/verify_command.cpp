@@ -68,38 +68,38 @@ Command add_verify(CLI::App& app, const Shared& shared) {
   o->sentences = shared.data.sentences();
   o->tolerances = shared.data.tolerances();
   o->plan = shared.data.study_plan();
-  auto* verify = app.add_subcommand("verify", "run the runtime and libtorch in fp32 and fp64 on every sentence; "
+  auto* command = app.add_subcommand("verify", "run the runtime and libtorch in fp32 and fp64 on every sentence; "
                                               "judge every tensor of the runtime against the fp64 truth");
-  verify->add_option("--model", o->model_dir, "Hugging Face BERT checkpoint directory")->required();
-  verify->add_option("--sentences", o->sentences, "sentences YAML")->capture_default_str();
-  verify->add_option("--tolerances", o->tolerances, "tolerances YAML")->capture_default_str();
-  verify->add_flag("--absolute", o->absolute, "the tolerances file's absolute rules (atol, rtol against the fp32 "
+  command->add_option("--model", o->model_dir, "Hugging Face BERT checkpoint directory")->required();
+  command->add_option("--sentences", o->sentences, "sentences YAML")->capture_default_str();
+  command->add_option("--tolerances", o->tolerances, "tolerances YAML")->capture_default_str();
+  command->add_flag("--absolute", o->absolute, "the tolerances file's absolute rules (atol, rtol against the fp32 "
                                               "oracle) instead of the derived rule");
-  verify->add_option("--reference", o->reference, "judge this trace (safetensors), or every *.safetensors of this "
+  command->add_option("--reference", o->reference, "judge this trace (safetensors), or every *.safetensors of this "
                                                   "directory (one sentence each), instead of the runtime");
-  verify->add_option("--plan", o->plan, "study plan whose head rule and lenses the display verdict follows, "
+  command->add_option("--plan", o->plan, "study plan whose head rule and lenses the display verdict follows, "
                                         "printed as the display file beside it says (PLAN.display.yaml: "
                                         "decimals, top targets, sink flags)")
       ->capture_default_str();
-  verify->add_option("--precision", o->declared, "the scheme the candidate declares (README, \"Schemes\"), in which "
+  command->add_option("--precision", o->declared, "the scheme the candidate declares (README, \"Schemes\"), in which "
                                                  "its benchmark computes and each op is recomputed: fp32, tf32, bf16, "
                                                  "fp16, fp16-ort-cpu or int8. Default: the candidate's own (the runtime "
                                                  "fp32, onnxruntime:fp16 fp16-ort-cpu, a reference trace its precision)");
-  verify->add_option("--candidate", o->candidate, "runtime, or onnxruntime[:fp16|:int8]: the checkpoint exported to "
+  command->add_option("--candidate", o->candidate, "runtime, or onnxruntime[:fp16|:int8]: the checkpoint exported to "
                                                   "ONNX and run in onnxruntime-node (CPU) on every sentence")
       ->capture_default_str();
-  verify->add_option("--ort-threads", o->ort.ort.intra_op_threads, "onnxruntime: intra-op threads")
+  command->add_option("--ort-threads", o->ort.ort.intra_op_threads, "onnxruntime: intra-op threads")
       ->capture_default_str()->check(CLI::Range(1, 256));
-  verify->add_option("--ort-optimization", o->ort.ort.graph_optimization, "onnxruntime: graph optimization level")
+  command->add_option("--ort-optimization", o->ort.ort.graph_optimization, "onnxruntime: graph optimization level")
       ->capture_default_str()->check(CLI::IsMember({"disabled", "basic", "extended", "layout", "all"}));
-  verify->add_option("--ort-timeout", o->ort.ort.sentence_seconds,
+  command->add_option("--ort-timeout", o->ort.ort.sentence_seconds,
                      "onnxruntime: seconds one sentence may take (bert-base-shape takes under 0.1 s; "
                      "reports/bench.md)")->capture_default_str()->check(CLI::PositiveNumber);
-  verify->add_option("--report", o->report, "Markdown report path");
-  verify->add_option("--json", o->json, "JSON report path");
-  verify->add_option("--junit", o->junit, "JUnit XML path");
+  command->add_option("--report", o->report, "Markdown report path");
+  command->add_option("--json", o->json, "JSON report path");
+  command->add_option("--junit", o->junit, "JUnit XML path");
 
-  return {verify, [o, &shared] {
+  return {command, [o, &shared] {
             const DataPaths& data = shared.data;
             const Checkpoint ck = load_checkpoint(o->model_dir);
             const Tolerances tol = load_tolerances(data.checked(o->tolerances));
@@ -113,11 +113,12 @@ Command add_verify(CLI::App& app, const Shared& shared) {
             if (!o->declared.empty()) options.arithmetic = parse_arithmetic(o->declared, "--precision");
             if (!o->reference.empty()) return report(verify_reference(ck, o->reference, tol, options), *o);
             const auto sentences = load_sentences(data.checked(o->sentences));
-            if (o->candidate == "runtime")
-              return report(verify_sentences(ck, sentences, o->sentences, tol, options), *o);
-            o->ort.variant = onnx_export::parse_candidate(o->candidate);
-            if (!options.arithmetic) options.arithmetic = onnx_export::declared_arithmetic(o->ort.variant);
-            return report(onnx_export::verify_onnxruntime(ck, sentences, o->sentences, tol, options, o->ort), *o);
+            Candidate candidate = runtime_candidate();
+            if (o->candidate != "runtime") {
+              o->ort.variant = onnx_export::parse_candidate(o->candidate);
+              candidate = onnx_export::candidate(o->ort);
+            }
+            return report(verify(ck, candidate, sentences, o->sentences, tol, options), *o);
           }};
 }
 

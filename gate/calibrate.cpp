@@ -105,17 +105,6 @@ bool is_runtime_fault(GradedFault fault) { return fault == GradedFault::probs_sc
 
 }  // namespace
 
-CalibrationCandidate runtime_candidate() {
-  CalibrationCandidate c;
-  c.run = [](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected fault, unsigned threads) {
-    const runtime::Encoder encoder(ck.config, ck.weights, fault);
-    std::vector<Trace> traces(inputs.size());
-    parallel_for(inputs.size(), threads, [&](size_t i) { traces[i] = encoder.forward(inputs[i]); });
-    return traces;
-  };
-  return c;
-}
-
 SweepModel sweep_model(uint64_t seed) {
   SeededRng rng(seed);
   SweepModel m;
@@ -209,7 +198,7 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     const Checkpoint ck = in_memory(s.model.config, generated_weights(s.model.config, s.model.seed, s.model.statistics),
                                     fmt::format("sweep model {}", i));
     const Judge judge(ck, tolerances, Rule::derived, o.candidate.arithmetic);
-    const Trace candidate = o.candidate.run(ck, {s.model.input}, {}, 1).at(0);
+    const Trace candidate = o.candidate.run(ck, {s.model.input}, {}, 1).traces.at(0);
     comparisons[i] = judge.judge(candidate, judge.references(s.model.input));
     s.pass = comparisons[i].pass();
     s.failure = first_failure(comparisons[i]);
@@ -240,7 +229,7 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     const Judge judge(ck, tolerances, Rule::derived, o.candidate.arithmetic);
     std::vector<Judge::References> refs(encodings.size());
     parallel_for(encodings.size(), o.threads, [&](size_t i) { refs[i] = judge.references(encodings[i]); });
-    const std::vector<Trace> fault_free = o.candidate.run(ck, encodings, {}, o.threads);
+    const std::vector<Trace> fault_free = o.candidate.run(ck, encodings, {}, o.threads).traces;
     for (size_t i = 0; i < encodings.size(); ++i) {
       const TraceComparison c = judge.judge(fault_free[i], refs[i]);
       f.failed_sentences += !c.pass();
@@ -256,7 +245,7 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     std::vector<std::pair<bool, double>> outcomes(faults.size() * o.deltas.size());
     parallel_for(outcomes.size(), o.threads, [&](size_t i) {
       const Mutant m = mutant_of(ck, faults[i / o.deltas.size()], o.deltas[i % o.deltas.size()]);
-      const std::vector<Trace> traces = o.candidate.run(m.checkpoint ? *m.checkpoint : ck, encodings, m.injected, 1);
+      const std::vector<Trace> traces = o.candidate.run(m.checkpoint ? *m.checkpoint : ck, encodings, m.injected, 1).traces;
       double largest = 0;
       for (size_t s = 0; s < encodings.size(); ++s) {
         const TraceComparison c = judge.judge(traces[s], refs[s]);

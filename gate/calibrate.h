@@ -12,6 +12,7 @@
 #include "synth/fixture.h"
 #include "common/sentences.h"
 #include "gate/tolerances.h"
+#include "gate/candidate.h"
 #include "gate/verify.h"
 #include "model/arithmetic.h"
 #include "model/checkpoint.h"
@@ -43,20 +44,8 @@ enum class GradedFault {
 std::string fault_name(GradedFault fault);
 const std::vector<GradedFault>& graded_faults();
 
-// The implementation calibrated, as the gate would judge it: its traces of a model on every input, the
-// arithmetic it declares (the benchmark computes in it), and whether the runtime's fault seam reaches it.
-struct CalibrationCandidate {
-  std::string name = "runtime";
-  Arithmetic arithmetic = Arithmetic::fp32;
-  bool has_fault_seam = true;  // runtime::Fault can be injected (probs-scaled); weight and config faults always can
-  // Its traces of the checkpoint on every input, `threads` at a time.
-  std::function<std::vector<Trace>(const Checkpoint&, const std::vector<Encoding>&, runtime::Injected, unsigned threads)> run;
-};
-// lenscheck's runtime, fp32.
-CalibrationCandidate runtime_candidate();
-
 struct CalibrationOptions {
-  CalibrationCandidate candidate = runtime_candidate();
+  Candidate candidate = runtime_candidate();
   size_t models = 200;
   uint64_t seed = 1;
   std::vector<std::filesystem::path> fixtures;  // checkpoint directories

@@ -13,7 +13,6 @@
 #include "model/error.h"
 #include "model/trace_io.h"
 #include "oracle/oracle.h"
-#include "runtime/encoder.h"
 
 namespace lenscheck {
 
@@ -247,50 +246,27 @@ void conclude(VerifyResult& r, const Judge& judge, const VerifyOptions& options,
 
 }  // namespace
 
-VerifyResult verify_sentences(const Checkpoint& ck, const std::vector<Sentence>& sentences,
-                              const std::filesystem::path& sentences_file,
-                              const Tolerances& tolerances, const VerifyOptions& options) {
+VerifyResult verify(const Checkpoint& ck, const Candidate& candidate, const std::vector<Sentence>& sentences,
+                    const std::filesystem::path& sentences_file, const Tolerances& tolerances,
+                    const VerifyOptions& options) {
   VerifyResult r = header(ck, sentences_file, tolerances, options.rule);
   const BertTokenizer tokenizer(ck.vocab);
-  const runtime::Encoder encoder(ck.config, ck.weights);
-  const Judge judge(ck, tolerances, options.rule, options.arithmetic.value_or(Arithmetic::fp32));
-
   const size_t max_tokens = static_cast<size_t>(ck.config.max_position_embeddings);
   std::vector<Encoding> encodings;  // all sentences are checked before any is run
-  for (const Sentence& s : sentences)
-    encodings.push_back(encode_sentence(tokenizer, s, max_tokens, sentences_file));
-
-  r.sentences.resize(sentences.size());
-  parallel_for(sentences.size(), options.threads, [&](size_t i) {
-    SentenceVerdict& v = r.sentences[i];
-    v.sentence = sentences[i];
-    v.tokens = encodings[i].tokens;
-    judge_sentence(judge, options, ck.config, v, encoder.forward(encodings[i]), encodings[i]);
-  });
-  conclude(r, judge, options, "runtime fp32");
-  return r;
-}
-
-VerifyResult verify_candidate(const Checkpoint& ck, const std::vector<Sentence>& sentences,
-                              const std::filesystem::path& sentences_file, const Tolerances& tolerances,
-                              const VerifyOptions& options, const std::string& candidate, const CandidateRun& run) {
-  VerifyResult r = header(ck, sentences_file, tolerances, options.rule);
-  const BertTokenizer tokenizer(ck.vocab);
-  const size_t max_tokens = static_cast<size_t>(ck.config.max_position_embeddings);
-  std::vector<Encoding> encodings;
   for (const Sentence& s : sentences) encodings.push_back(encode_sentence(tokenizer, s, max_tokens, sentences_file));
-  const std::vector<Trace> traces = run(encodings);
-  if (traces.size() != encodings.size())
-    throw InputError(candidate, fmt::format("{} traces for {} sentences", traces.size(), encodings.size()));
-  const Judge judge(ck, tolerances, options.rule, options.arithmetic.value_or(Arithmetic::fp32));
+  const CandidateRun run = candidate.run(ck, encodings, {}, options.threads);
+  if (run.traces.size() != encodings.size())
+    throw InputError(candidate.name, fmt::format("{} traces for {} sentences", run.traces.size(), encodings.size()));
+  r.notes.insert(r.notes.end(), run.notes.begin(), run.notes.end());
+  const Judge judge(ck, tolerances, options.rule, options.arithmetic.value_or(candidate.arithmetic));
   r.sentences.resize(sentences.size());
   parallel_for(sentences.size(), options.threads, [&](size_t i) {
     SentenceVerdict& v = r.sentences[i];
     v.sentence = sentences[i];
     v.tokens = encodings[i].tokens;
-    judge_sentence(judge, options, ck.config, v, traces[i], encodings[i]);
+    judge_sentence(judge, options, ck.config, v, run.traces[i], encodings[i]);
   });
-  conclude(r, judge, options, candidate);
+  conclude(r, judge, options, run.label);
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gate/candidate.h"
 #include "gate/compare.h"
 #include "gate/display.h"
 #include "instrument/instrument.h"
@@ -81,7 +82,7 @@ struct VerifyResult {
 struct VerifyOptions {
   Rule rule = Rule::derived;
   // The arithmetic the candidate declares (derived rule): its benchmark is libtorch computing in it.
-  // Empty: the candidate's own (the runtime fp32; a reference trace what its precision field says).
+  // Empty: the candidate's own (Candidate::arithmetic; a reference trace what its precision field says).
   std::optional<Arithmetic> arithmetic = std::nullopt;
   unsigned threads = 1;  // sentences in parallel; results do not depend on it
   // What the instrument shows, which the display verdict compares; none: no display verdict. Derived
@@ -89,16 +90,12 @@ struct VerifyOptions {
   const Instrument* instrument = nullptr;
 };
 
-VerifyResult verify_sentences(const Checkpoint& checkpoint, const std::vector<Sentence>& sentences,
-                              const std::filesystem::path& sentences_file,
-                              const Tolerances& tolerances, const VerifyOptions& options);
-
-// Judges another implementation on every sentence, as verify_sentences judges the runtime: `run` gets
-// every sentence's encoding at once (a subprocess may run them all) and returns one trace for each.
-using CandidateRun = std::function<std::vector<Trace>(const std::vector<Encoding>&)>;
-VerifyResult verify_candidate(const Checkpoint& checkpoint, const std::vector<Sentence>& sentences,
-                              const std::filesystem::path& sentences_file, const Tolerances& tolerances,
-                              const VerifyOptions& options, const std::string& candidate, const CandidateRun& run);
+// Judges a candidate on every sentence: it runs them all (a subprocess may run them at once), then each
+// trace is judged tensor by tensor under the scheme options.arithmetic names, or else the candidate
+// declares; and what the instrument shows, where options ask for it.
+VerifyResult verify(const Checkpoint& checkpoint, const Candidate& candidate, const std::vector<Sentence>& sentences,
+                    const std::filesystem::path& sentences_file, const Tolerances& tolerances,
+                    const VerifyOptions& options);
 
 // Judges a trace written by another implementation, on that trace's input ids: under the derived rule
 // against the fp64 oracle, its error measured by libtorch's fp32 error; under the absolute rule

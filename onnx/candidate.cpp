@@ -50,50 +50,35 @@ std::string label_of(const CandidateSpec& spec) {
 
 }  // namespace
 
-CalibrationCandidate calibration_candidate(const CandidateSpec& spec) {
-  CalibrationCandidate c;
+Candidate candidate(const CandidateSpec& spec) {
+  Candidate c;
   c.name = spec.variant == Variant::fp32 ? "onnxruntime" : fmt::format("onnxruntime:{}", variant_name(spec.variant));
   c.arithmetic = declared_arithmetic(spec.variant);
-  c.has_fault_seam = false;
-  c.run = [spec, precision = arithmetic_name(c.arithmetic)](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected fault, unsigned) {
+  c.run = [spec, precision = arithmetic_name(c.arithmetic)](const Checkpoint& ck, const std::vector<Encoding>& inputs,
+                                                            runtime::Injected fault, unsigned) {
     if (fault.fault != runtime::Fault::none) throw std::logic_error("ONNX Runtime has no runtime fault seam");
+    const std::string label = label_of(spec);
     const onnxruntime::ScratchFolder scratch("the exported graph");
-    const std::filesystem::path graph = scratch.path() / "bert.onnx";
-    export_onnx(ck, {.variant = spec.variant, .trace = true}, graph);
-    return onnxruntime::run(graph, inputs, spec.ort, label_of(spec), precision, ck.vocab).traces;
+    const std::filesystem::path graph = scratch.path() / fmt::format("bert-{}-trace.onnx", variant_name(spec.variant));
+    const auto started = std::chrono::steady_clock::now();
+    const ExportSummary exported = export_onnx(ck, {.variant = spec.variant, .trace = true}, graph);
+    const double export_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    onnxruntime::Run run = onnxruntime::run(graph, inputs, spec.ort, label, precision, ck.vocab);
+    CandidateRun r;
+    r.traces = std::move(run.traces);
+    r.label = fmt::format("onnxruntime-node {} {}", run.version, label.substr(std::string("onnxruntime ").size()));
+    r.notes.push_back(fmt::format("candidate: {}; graph: opset {}, {} nodes, {} outputs, {:.1f} MB, exported in {:.2f} s",
+                                  r.label, kOpset, exported.nodes, exported.outputs, double(exported.bytes) / 1e6,
+                                  export_s));
+    r.notes.push_back(fmt::format("onnxruntime: session created in {:.0f} ms; session.run with the full trace {:.2f} ms "
+                                  "per sentence (median of {}; largest {:.2f} ms)",
+                                  run.session_ms, median(run.sentence_ms), run.sentence_ms.size(),
+                                  run.sentence_ms.empty()
+                                      ? 0.0
+                                      : *std::max_element(run.sentence_ms.begin(), run.sentence_ms.end())));
+    return r;
   };
   return c;
-}
-
-VerifyResult verify_onnxruntime(const Checkpoint& ck, const std::vector<Sentence>& sentences,
-                                const std::filesystem::path& sentences_file, const Tolerances& tolerances,
-                                const VerifyOptions& options, const CandidateSpec& spec) {
-  const std::string variant = variant_name(spec.variant);
-  const std::string label = label_of(spec);
-  const onnxruntime::ScratchFolder scratch("the exported graph");
-  const std::filesystem::path& dir = scratch.path();
-
-  const auto started = std::chrono::steady_clock::now();
-  const std::filesystem::path graph = dir / fmt::format("bert-{}-trace.onnx", variant);
-  const ExportSummary exported = export_onnx(ck, {.variant = spec.variant, .trace = true}, graph);
-  const double export_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-
-  onnxruntime::Run run;
-  VerifyResult r = verify_candidate(ck, sentences, sentences_file, tolerances, options, label,
-                                    [&](const std::vector<Encoding>& encodings) {
-                                      run = onnxruntime::run(graph, encodings, spec.ort, label,
-                                                             arithmetic_name(declared_arithmetic(spec.variant)), ck.vocab);
-                                      return run.traces;
-                                    });
-  const std::string name = fmt::format("onnxruntime-node {} {}", run.version, label.substr(std::string("onnxruntime ").size()));
-  r.gate.candidate = name;
-  r.notes.push_back(fmt::format("candidate: {}; graph: opset {}, {} nodes, {} outputs, {:.1f} MB, exported in {:.2f} s",
-                                name, kOpset, exported.nodes, exported.outputs, double(exported.bytes) / 1e6, export_s));
-  r.notes.push_back(fmt::format("onnxruntime: session created in {:.0f} ms; session.run with the full trace {:.2f} ms "
-                                "per sentence (median of {}; largest {:.2f} ms)",
-                                run.session_ms, median(run.sentence_ms), run.sentence_ms.size(),
-                                run.sentence_ms.empty() ? 0.0 : *std::max_element(run.sentence_ms.begin(), run.sentence_ms.end())));
-  return r;
 }
 
 }  // namespace lenscheck::onnx_export

@@ -22,9 +22,9 @@ TEST(Calibrate, JudgesEachCandidateUnderItsDeclaredArithmeticInOneReport) {
   int8.candidate.has_fault_seam = false;
   int8.candidate.run = [](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected, unsigned) {
     const oracle::Oracle simulated = oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::int8);
-    std::vector<Trace> traces;
-    for (const Encoding& e : inputs) traces.push_back(simulated.forward(e));
-    return traces;
+    CandidateRun r{{}, "libtorch int8 (simulated in fp64)", {}};
+    for (const Encoding& e : inputs) r.traces.push_back(simulated.forward(e));
+    return r;
   };
   std::vector<CalibrationResult> results;
   for (const CalibrationOptions& o : {fp32, int8}) results.push_back(calibrate(tol, o, [](const std::string&) {}));

@@ -45,7 +45,7 @@ const std::filesystem::path& sentences_file() {
 
 TEST(Display, TheRuntimeShowsWhatTheTruthShowsOnEveryRow) {
   const std::vector<Sentence> sentences = load_sentences(sentences_file());
-  const VerifyResult r = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(), {.instrument = &instrument()});
+  const VerifyResult r = verify(bert_mini(), runtime_candidate(), sentences, sentences_file(), tolerances(), {.instrument = &instrument()});
   ASSERT_TRUE(r.display);
   const BertTokenizer tokenizer(bert_mini().vocab);
   size_t expected = 0;
@@ -96,8 +96,8 @@ TEST(Display, ARowThatSinksWhereTheTruthDoesNotIsWrongUnderEveryLens) {
 
 TEST(Display, ACoarserDeclaredArithmeticLeavesMoreRowsUndecidableAndNoneWrong) {
   const std::vector<Sentence> sentences = load_sentences(sentences_file());
-  const VerifyResult fp32 = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(), {.instrument = &instrument()});
-  const VerifyResult int8 = verify_sentences(bert_mini(), sentences, sentences_file(), tolerances(),
+  const VerifyResult fp32 = verify(bert_mini(), runtime_candidate(), sentences, sentences_file(), tolerances(), {.instrument = &instrument()});
+  const VerifyResult int8 = verify(bert_mini(), runtime_candidate(), sentences, sentences_file(), tolerances(),
                                              {.arithmetic = Arithmetic::int8, .instrument = &instrument()});
   ASSERT_TRUE(fp32.display && int8.display);
   EXPECT_EQ(int8.display->wrong(), 0u);  // the fp32 runtime errs far less than int8 may

@@ -30,8 +30,8 @@ const Encoding& nurse() {
 // ONNX Runtime's trace of `checkpoint` in `variant`, judged against the fault-free trained-mini under the
 // scheme the variant declares.
 TraceComparison judged(onnx_export::Variant variant, const Checkpoint& checkpoint) {
-  const CalibrationCandidate candidate = onnx_export::calibration_candidate({.variant = variant, .ort = {}});
-  const Trace trace = candidate.run(checkpoint, {nurse()}, {}, 1).at(0);
+  const Candidate candidate = onnx_export::candidate({.variant = variant, .ort = {}});
+  const Trace trace = candidate.run(checkpoint, {nurse()}, {}, 1).traces.at(0);
   const Judge judge(trained_mini(), tolerances(), Rule::derived, candidate.arithmetic);
   return judge.judge(trace, judge.references(nurse()));
 }

@@ -71,7 +71,7 @@ void expect_bad_sentences(const std::string& yaml, const std::string& problem) {
   SCOPED_TRACE(yaml.substr(0, 200));
   const fs::path file = test::temp_dir("bad") / "sentences.yaml";
   test::write_file(file, yaml);
-  expect_input_error([&] { verify_sentences(tiny(), load_sentences(file), file, tolerances(), {}); }, file,
+  expect_input_error([&] { verify(tiny(), runtime_candidate(), load_sentences(file), file, tolerances(), {}); }, file,
                      problem);
 }
 

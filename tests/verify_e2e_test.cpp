@@ -26,7 +26,7 @@ using test::quoted;
 TEST(VerifyEndToEnd, TheRuntimePassesTheDerivedGateOnEveryTensorOfEverySentence) {
   const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
-  const VerifyResult r = verify_sentences(bert_mini(), load_sentences(sentences_file), sentences_file, tol, {});
+  const VerifyResult r = verify(bert_mini(), runtime_candidate(), load_sentences(sentences_file), sentences_file, tol, {});
   EXPECT_TRUE(r.pass());
   EXPECT_EQ(r.gate.reference, "oracle fp64");
   ASSERT_EQ(r.sentences.size(), 14u);
@@ -54,7 +54,7 @@ TEST(VerifyEndToEnd, TheRuntimePassesTheDerivedGateOnEveryTensorOfEverySentence)
 TEST(VerifyEndToEnd, TheAbsoluteRuleIsThereWhenAskedFor) {
   const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
-  const VerifyResult r = verify_sentences(bert_mini(), load_sentences(sentences_file), sentences_file, tol,
+  const VerifyResult r = verify(bert_mini(), runtime_candidate(), load_sentences(sentences_file), sentences_file, tol,
                                           {.rule = Rule::absolute});
   EXPECT_TRUE(r.pass());
   EXPECT_EQ(r.gate.reference, "oracle fp32");
@@ -68,8 +68,8 @@ TEST(VerifyEndToEnd, ACheckpointWithTrainedStatisticsPassesTheDerivedGateAndFail
   const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
   const auto sentences = load_sentences(sentences_file);
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
-  EXPECT_TRUE(verify_sentences(ck, sentences, sentences_file, tol, {}).pass());
-  EXPECT_FALSE(verify_sentences(ck, sentences, sentences_file, tol, {.rule = Rule::absolute}).pass());
+  EXPECT_TRUE(verify(ck, runtime_candidate(), sentences, sentences_file, tol, {}).pass());
+  EXPECT_FALSE(verify(ck, runtime_candidate(), sentences, sentences_file, tol, {.rule = Rule::absolute}).pass());
 }
 
 TEST(VerifyEndToEnd, ACheckpointWhoseAttentionSaturatesPassesTheDerivedGate) {
@@ -78,7 +78,7 @@ TEST(VerifyEndToEnd, ACheckpointWhoseAttentionSaturatesPassesTheDerivedGate) {
   const Checkpoint ck = load_checkpoint(test::fixture("saturated-sink"));
   const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
-  const VerifyResult r = verify_sentences(ck, load_sentences(sentences_file), sentences_file, tol, {});
+  const VerifyResult r = verify(ck, runtime_candidate(), load_sentences(sentences_file), sentences_file, tol, {});
   EXPECT_TRUE(r.pass());
   for (const SentenceVerdict& v : r.sentences)
     for (const TensorComparison& t : v.gate.tensors) EXPECT_GT(t.elements, 0u) << t.name;
@@ -95,8 +95,8 @@ TEST(VerifyEndToEnd, ResultsDoNotDependOnTheThreadCount) {
   const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
   const auto sentences = load_sentences(sentences_file);
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
-  const VerifyResult one = verify_sentences(bert_mini(), sentences, sentences_file, tol, {.threads = 1});
-  const VerifyResult two = verify_sentences(bert_mini(), sentences, sentences_file, tol, {.threads = 2});
+  const VerifyResult one = verify(bert_mini(), runtime_candidate(), sentences, sentences_file, tol, {.threads = 1});
+  const VerifyResult two = verify(bert_mini(), runtime_candidate(), sentences, sentences_file, tol, {.threads = 2});
   ASSERT_EQ(one.sentences.size(), two.sentences.size());
   for (size_t s = 0; s < one.sentences.size(); ++s) {
     EXPECT_EQ(one.sentences[s].sentence.id, two.sentences[s].sentence.id);

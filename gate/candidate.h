@@ -1,0 +1,38 @@
+#pragma once
+// What the gate judges: an implementation that computes a checkpoint's traces, under the scheme it
+// declares. verify and calibrate take any candidate: lenscheck's runtime (runtime_candidate), ONNX
+// Runtime on lenscheck's export (onnx/candidate.h), ...
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/sentences.h"
+#include "model/arithmetic.h"
+#include "model/checkpoint.h"
+#include "model/trace.h"
+#include "runtime/faults.h"
+
+namespace lenscheck {
+
+// One run of a candidate: a trace per input, how the reports name what ran ("runtime fp32",
+// "onnxruntime-node 1.30.0 fp32 (CPU, …)"), and what they should note of it (versions, timings).
+struct CandidateRun {
+  std::vector<Trace> traces;
+  std::string label;
+  std::vector<std::string> notes;
+};
+
+struct Candidate {
+  std::string name = "runtime";              // as the command line names it
+  Arithmetic arithmetic = Arithmetic::fp32;  // the scheme it declares: its benchmark computes in it
+  bool has_fault_seam = false;               // runtime::Fault reaches it (weight and config faults always do)
+  // Its traces of `checkpoint` on every input, `threads` inputs at a time.
+  std::function<CandidateRun(const Checkpoint& checkpoint, const std::vector<Encoding>& inputs,
+                             runtime::Injected fault, unsigned threads)>
+      run;
+};
+
+// lenscheck's runtime, fp32, with its fault seam.
+Candidate runtime_candidate();
+
+}  // namespace lenscheck
