@@ -12,28 +12,69 @@ Tensor::Tensor(std::vector<int64_t> shape_) : shape(std::move(shape_)) {
   values.assign(n, 0.0);
 }
 
-std::vector<TensorSpec> trace_schema(const BertConfig& c, int64_t T) {
-  const int64_t H = c.num_attention_heads, Dh = c.head_dim(), D = c.hidden_size,
-                I = c.intermediate_size;
+namespace {
+
+// How long an axis is: in heads, tokens, or features (of a head, of the hidden state, of the FFN).
+enum class Extent { heads, tokens, head_dim, hidden, intermediate };
+
+struct LayerTensorSpec {
+  LayerTensor tensor;
+  const char* suffix;
+  std::vector<Axis> axes;
+  std::vector<Extent> extents;
+};
+
+// The per-layer tensors in forward order: the one place their names are spelled.
+const std::vector<LayerTensorSpec>& layer_tensors() {
   using A = Axis;
+  using E = Extent;
+  using L = LayerTensor;
+  static const std::vector<LayerTensorSpec> all = {
+      {L::query, "attention.query", {A::head, A::token, A::feature}, {E::heads, E::tokens, E::head_dim}},
+      {L::key, "attention.key", {A::head, A::token, A::feature}, {E::heads, E::tokens, E::head_dim}},
+      {L::value, "attention.value", {A::head, A::token, A::feature}, {E::heads, E::tokens, E::head_dim}},
+      {L::scores, "attention.scores", {A::head, A::query, A::key}, {E::heads, E::tokens, E::tokens}},
+      {L::probs, "attention.probs", {A::head, A::query, A::key}, {E::heads, E::tokens, E::tokens}},
+      {L::context, "attention.context", {A::token, A::feature}, {E::tokens, E::hidden}},
+      {L::attention_output, "attention.output", {A::token, A::feature}, {E::tokens, E::hidden}},
+      {L::value_norm, "value_norm", {A::head, A::token}, {E::heads, E::tokens}},
+      {L::transformed_norm, "transformed_norm", {A::head, A::token}, {E::heads, E::tokens}},
+      {L::lens_value_norm, "lens.value_norm", {A::head, A::query, A::key}, {E::heads, E::tokens, E::tokens}},
+      {L::lens_transformed_norm, "lens.transformed_norm", {A::head, A::query, A::key}, {E::heads, E::tokens, E::tokens}},
+      {L::lens_summed_transformed_norm, "lens.summed_transformed_norm", {A::query, A::key}, {E::tokens, E::tokens}},
+      {L::intermediate, "intermediate", {A::token, A::feature}, {E::tokens, E::intermediate}},
+      {L::output, "output", {A::token, A::feature}, {E::tokens, E::hidden}},
+  };
+  return all;
+}
+
+}  // namespace
+
+std::string trace_name(int layer, LayerTensor tensor) {
+  for (const LayerTensorSpec& t : layer_tensors())
+    if (t.tensor == tensor) return fmt::format("layer.{}.{}", layer, t.suffix);
+  throw std::logic_error("a layer tensor without a name");
+}
+
+std::vector<TensorSpec> trace_schema(const BertConfig& c, int64_t T) {
+  auto length = [&](Extent e) -> int64_t {
+    switch (e) {
+      case Extent::heads: return c.num_attention_heads;
+      case Extent::tokens: return T;
+      case Extent::head_dim: return c.head_dim();
+      case Extent::hidden: return c.hidden_size;
+      case Extent::intermediate: return c.intermediate_size;
+    }
+    throw std::logic_error("an axis without a length");
+  };
   std::vector<TensorSpec> s;
-  s.push_back({"embeddings.output", {A::token, A::feature}, {T, D}});
-  for (int l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = fmt::format("layer.{}.", l);
-    for (const char* qkv : {"query", "key", "value"})
-      s.push_back({p + "attention." + qkv, {A::head, A::token, A::feature}, {H, T, Dh}});
-    s.push_back({p + "attention.scores", {A::head, A::query, A::key}, {H, T, T}});
-    s.push_back({p + "attention.probs", {A::head, A::query, A::key}, {H, T, T}});
-    s.push_back({p + "attention.context", {A::token, A::feature}, {T, D}});
-    s.push_back({p + "attention.output", {A::token, A::feature}, {T, D}});
-    s.push_back({p + "value_norm", {A::head, A::token}, {H, T}});
-    s.push_back({p + "transformed_norm", {A::head, A::token}, {H, T}});
-    s.push_back({p + "lens.value_norm", {A::head, A::query, A::key}, {H, T, T}});
-    s.push_back({p + "lens.transformed_norm", {A::head, A::query, A::key}, {H, T, T}});
-    s.push_back({p + "lens.summed_transformed_norm", {A::query, A::key}, {T, T}});
-    s.push_back({p + "intermediate", {A::token, A::feature}, {T, I}});
-    s.push_back({p + "output", {A::token, A::feature}, {T, D}});
-  }
+  s.push_back({kEmbeddingsOutput, {Axis::token, Axis::feature}, {T, c.hidden_size}});
+  for (int l = 0; l < c.num_hidden_layers; ++l)
+    for (const LayerTensorSpec& t : layer_tensors()) {
+      std::vector<int64_t> shape;
+      for (Extent e : t.extents) shape.push_back(length(e));
+      s.push_back({trace_name(l, t.tensor), t.axes, shape});
+    }
   return s;
 }
 

@@ -28,6 +28,23 @@ struct TensorSpec {
   std::vector<int64_t> shape;
 };
 
+// The names of a trace's tensors, written once: trace_schema lists them, and the runtime, the oracle
+// and the ONNX export name what they record with these.
+inline constexpr const char* kEmbeddingsOutput = "embeddings.output";
+// Per layer, in forward order.
+enum class LayerTensor {
+  query, key, value,  // [H, T, Dh]
+  scores, probs,      // [H, T, T]
+  context,            // [T, D], the heads concatenated
+  attention_output,   // [T, D], after the residual and LayerNorm
+  value_norm, transformed_norm,                                          // [H, T]: ‖v‖, ‖f(x)‖
+  lens_value_norm, lens_transformed_norm, lens_summed_transformed_norm,  // [H, T, T], [T, T]
+  intermediate,       // [T, I], after the activation
+  output,             // [T, D]
+};
+// "layer.2.attention.probs"
+std::string trace_name(int layer, LayerTensor tensor);
+
 // Every tensor a complete trace holds for `tokens` tokens, in forward order.
 std::vector<TensorSpec> trace_schema(const BertConfig& config, int64_t tokens);
 

@@ -30,6 +30,8 @@ std::string variant_name(Variant v) { return v == Variant::fp32 ? "fp32" : v == 
 
 namespace {
 
+using LT = LayerTensor;
+
 using onnx::AttributeProto;
 using onnx::TensorProto;
 
@@ -204,6 +206,7 @@ class BertGraph {
     traced_.push_back(name);
     return name;
   }
+  std::string traced(int layer, LayerTensor tensor) { return traced(trace_name(layer, tensor)); }
 
   // [B, S, D] -> [B, H, S, Dh]
   std::string per_head(const std::string& x, const std::string& name) {
@@ -243,7 +246,7 @@ class BertGraph {
         b_.op("Add", {b_.op("Add", {b_.op("Gather", {word, "input_ids"}), b_.op("Gather", {types, "token_type_ids"})}),
                       position_rows});
     std::string x = layer_norm(embedded, w.embeddings_ln_g, w.embeddings_ln_b, "embeddings.LayerNorm",
-                               traced("embeddings.output"));
+                               traced(kEmbeddingsOutput));
 
     // The extended mask of get_extended_attention_mask: (1 - mask) · finfo(dtype).min, [B, 1, 1, S].
     onnx::NodeProto& mask_cast = b_.node("Cast", {"attention_mask"}, "");
@@ -255,34 +258,34 @@ class BertGraph {
 
     for (int l = 0; l < c.num_hidden_layers; ++l) {
       const LayerWeights& L = w.layers[size_t(l)];
-      const std::string hf = fmt::format("encoder.layer.{}.", l), p = fmt::format("layer.{}.", l);
+      const std::string hf = fmt::format("encoder.layer.{}.", l);
       const std::string q = per_head(linear(x, L.query_w, L.query_b, hf + "attention.self.query"),
-                                     traced(p + "attention.query"));
+                                     traced(l, LT::query));
       const std::string k = per_head(linear(x, L.key_w, L.key_b, hf + "attention.self.key"),
-                                     traced(p + "attention.key"));
+                                     traced(l, LT::key));
       const std::string v = per_head(linear(x, L.value_w, L.value_b, hf + "attention.self.value"),
-                                     traced(p + "attention.value"));
+                                     traced(l, LT::value));
       onnx::NodeProto& kt = b_.node("Transpose", {k}, "");
       attr(kt, "perm", std::vector<int64_t>{0, 1, 3, 2});
       const std::string scores =
           b_.op("Div", {b_.op("MatMul", {q, kt.output(0)}), b_.scalar(std::sqrt(float(c.head_dim())))},
-                traced(p + "attention.scores"));
-      onnx::NodeProto& softmax = b_.node("Softmax", {b_.op("Add", {scores, mask})}, traced(p + "attention.probs"));
+                traced(l, LT::scores));
+      onnx::NodeProto& softmax = b_.node("Softmax", {b_.op("Add", {scores, mask})}, traced(l, LT::probs));
       attr(softmax, "axis", int64_t{-1});
       const std::string probs = softmax.output(0);
       onnx::NodeProto& merged = b_.node("Transpose", {b_.op("MatMul", {probs, v})}, "");
       attr(merged, "perm", std::vector<int64_t>{0, 2, 1, 3});
       const std::string context = b_.op("Reshape", {merged.output(0), b_.int64s({0, 0, D})},
-                                        traced(p + "attention.context"));
+                                        traced(l, LT::context));
       const std::string dense = linear(context, L.attention_out_w, L.attention_out_b, hf + "attention.output.dense");
       const std::string attention = layer_norm(b_.op("Add", {dense, x}), L.attention_ln_g, L.attention_ln_b,
-                                               hf + "attention.output.LayerNorm", traced(p + "attention.output"));
-      if (options_.trace) lenses(p, hf, L, v, probs);
+                                               hf + "attention.output.LayerNorm", traced(l, LT::attention_output));
+      if (options_.trace) lenses(l, hf, L, v, probs);
       const std::string inter = activation(linear(attention, L.intermediate_w, L.intermediate_b, hf + "intermediate.dense"),
-                                           traced(p + "intermediate"));
+                                           traced(l, LT::intermediate));
       const std::string out = linear(inter, L.output_w, L.output_b, hf + "output.dense");
       x = layer_norm(b_.op("Add", {out, attention}), L.output_ln_g, L.output_ln_b, hf + "output.LayerNorm",
-                     traced(p + "output"));
+                     traced(l, LT::output));
     }
     return b_.op("Identity", {x}, "last_hidden_state");
   }
@@ -293,21 +296,21 @@ class BertGraph {
   // Kobayashi et al. 2020: ‖v‖ and ‖f(x)‖ with f(x) = v · W_O[h] (b_O excluded), and α weighted by them.
   // W_O[h] is rows h·Dh … (h+1)·Dh of W_Oᵀ, unquantized in every variant: the lens reads the weights,
   // it is not a layer of the model.
-  void lenses(const std::string& p, const std::string& hf, const LayerWeights& L, const std::string& v,
+  void lenses(int l, const std::string& hf, const LayerWeights& L, const std::string& v,
               const std::string& probs) {
     const int64_t H = ck_.config.num_attention_heads, Dh = ck_.config.head_dim(), D = ck_.config.hidden_size;
-    const std::string value_norm = reduce_l2_last(v, traced(p + "value_norm"));
+    const std::string value_norm = reduce_l2_last(v, traced(l, LT::value_norm));
     std::string wo_t = hf + "attention.output.dense.weight_t";
     if (options_.variant == Variant::int8) wo_t = b_.fp32(hf + "attention.output.dense.weight_t_lens",
                                                            {D, D}, transposed(L.attention_out_w));
     const std::string fx = b_.op("MatMul", {v, b_.op("Reshape", {wo_t, b_.int64s({H, Dh, D})})});  // [B, H, S, D]
-    const std::string transformed_norm = reduce_l2_last(fx, traced(p + "transformed_norm"));
-    b_.op("Mul", {probs, b_.op("Unsqueeze", {value_norm, b_.int64s({2})})}, traced(p + "lens.value_norm"));
+    const std::string transformed_norm = reduce_l2_last(fx, traced(l, LT::transformed_norm));
+    b_.op("Mul", {probs, b_.op("Unsqueeze", {value_norm, b_.int64s({2})})}, traced(l, LT::lens_value_norm));
     b_.op("Mul", {probs, b_.op("Unsqueeze", {transformed_norm, b_.int64s({2})})},
-          traced(p + "lens.transformed_norm"));
+          traced(l, LT::lens_transformed_norm));
     onnx::NodeProto& summed = b_.node("Einsum", {probs, fx}, "");
     attr(summed, "equation", std::string("bhij,bhjd->bijd"));
-    reduce_l2_last(summed.output(0), traced(p + "lens.summed_transformed_norm"));
+    reduce_l2_last(summed.output(0), traced(l, LT::lens_summed_transformed_norm));
   }
 
   Builder b_;

@@ -19,6 +19,8 @@ namespace F = torch::nn::functional;
 
 namespace {
 
+using LT = LayerTensor;
+
 torch::Tensor to_torch(const Param& p, torch::Dtype dtype) {
   auto t = torch::from_blob(const_cast<float*>(p.values.data()), p.shape, torch::kFloat32);
   return t.to(dtype, /*non_blocking=*/false, /*copy=*/true);  // the oracle owns its weights, fp32 too
@@ -331,22 +333,22 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
     return torch::nextafter(y, torch::where(up, torch::full_like(y, inf), torch::full_like(y, -inf)));
   };
   x = norm(x, m.ln_g, m.ln_b);
-  if (everything) trace.add("embeddings.output", to_trace(x));
+  if (everything) trace.add(kEmbeddingsOutput, to_trace(x));
 
   for (size_t l = 0; l < m.layers.size(); ++l) {
+    auto name = [l](LayerTensor t) { return trace_name(int(l), t); };
     const TorchLayer& L = m.layers[l];
-    const std::string p = "layer." + std::to_string(l) + ".";
     auto per_head = [&](const torch::Tensor& t) { return t.view({T, H, Dh}).transpose(0, 1); };
     const auto v = lenses ? per_head(F::linear(x, L.wv, L.bv)) : torch::Tensor();  // [H, T, Dh]
     if (everything) {
       const auto q = per_head(F::linear(x, L.wq, L.bq));
       const auto k = per_head(F::linear(x, L.wk, L.bk));
-      trace.add(p + "attention.query", to_trace(q));
-      trace.add(p + "attention.key", to_trace(k));
-      trace.add(p + "attention.value", to_trace(v));
+      trace.add(name(LT::query), to_trace(q));
+      trace.add(name(LT::key), to_trace(k));
+      trace.add(name(LT::value), to_trace(v));
       const auto scores = torch::matmul(q, k.transpose(1, 2)) / std::sqrt(static_cast<double>(Dh));
-      trace.add(p + "attention.scores", to_trace(scores));
-      trace.add(p + "attention.context",
+      trace.add(name(LT::scores), to_trace(scores));
+      trace.add(name(LT::context),
                 to_trace(torch::matmul(torch::softmax(scores, -1), v).transpose(0, 1).reshape({T, D})));
     }
 
@@ -369,18 +371,18 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
     const auto attention = norm(attended.squeeze(1) + x, L.ln1_g, L.ln1_b);
     if (lenses) {
       const auto alpha = probs.squeeze(0);  // [H, T, T]
-      trace.add(p + "attention.probs", to_trace(alpha));
-      if (everything) trace.add(p + "attention.output", to_trace(attention));
+      trace.add(name(LT::probs), to_trace(alpha));
+      if (everything) trace.add(name(LT::attention_output), to_trace(attention));
 
       // Kobayashi et al. 2020: f(x) = v W_O[h], the head's slice of the output dense weight, no b_O.
       const auto value_norm = torch::linalg::vector_norm(v, 2, {-1}, false, {});  // [H, T]
-      trace.add(p + "value_norm", to_trace(value_norm));
+      trace.add(name(LT::value_norm), to_trace(value_norm));
       const auto wo_heads = L.wo.view({D, H, Dh}).permute({1, 2, 0});  // [H, Dh, D]
       const auto fx = torch::bmm(v, wo_heads);                        // [H, T, D]
       const auto transformed_norm = torch::linalg::vector_norm(fx, 2, {-1}, false, {});  // [H, T]
-      trace.add(p + "transformed_norm", to_trace(transformed_norm));
-      trace.add(p + "lens.value_norm", to_trace(alpha * value_norm.unsqueeze(1)));
-      trace.add(p + "lens.transformed_norm", to_trace(alpha * transformed_norm.unsqueeze(1)));
+      trace.add(name(LT::transformed_norm), to_trace(transformed_norm));
+      trace.add(name(LT::lens_value_norm), to_trace(alpha * value_norm.unsqueeze(1)));
+      trace.add(name(LT::lens_transformed_norm), to_trace(alpha * transformed_norm.unsqueeze(1)));
       if (everything) {
         // ||sum_h alpha_h[i, j] f_h(x_j)|| for a block of query rows at a time: the whole
         // [T, T, D] would take 512 MiB at T = 512 in fp64; blocks keep it to about 32 MiB.
@@ -390,14 +392,14 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
           summed.push_back(torch::linalg::vector_norm(
               torch::einsum("hij,hjd->ijd", {alpha.slice(1, i, std::min(T, i + block)), fx}), 2, {-1},
               false, {}));
-        trace.add(p + "lens.summed_transformed_norm", to_trace(torch::cat(summed)));
+        trace.add(name(LT::lens_summed_transformed_norm), to_trace(torch::cat(summed)));
       }
     }
 
     const auto inter = m.activation(F::linear(attention, L.wi, L.bi));
-    if (everything) trace.add(p + "intermediate", to_trace(inter));
+    if (everything) trace.add(name(LT::intermediate), to_trace(inter));
     x = norm(F::linear(inter, L.wo2, L.bo2) + attention, L.ln2_g, L.ln2_b);
-    if (everything || (record == Record::output && l + 1 == m.layers.size())) trace.add(p + "output", to_trace(x));
+    if (everything || (record == Record::output && l + 1 == m.layers.size())) trace.add(name(LT::output), to_trace(x));
   }
   return trace;
 }
@@ -522,49 +524,49 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
 
   const auto ids = torch::tensor(enc.ids, torch::kInt64);
   // As BertEmbeddings adds them: word + token type, then + position.
-  Value x = finish_norm("embeddings.output",
+  Value x = finish_norm(kEmbeddingsOutput,
                         op(arith(op(arith(F::embedding(ids, m.word)) + arith(m.token_type[0]))) +
                            arith(m.position.slice(0, 0, T))),
                         m.ln_g, m.ln_b);
-  std::string x_name = "embeddings.output";
+  std::string x_name = kEmbeddingsOutput;
 
   for (size_t l = 0; l < m.simulated_layers.size(); ++l) {
+    auto name = [l](LayerTensor t) { return trace_name(int(l), t); };
     const SimulatedLayer& L = m.simulated_layers[l];
-    const std::string p = "layer." + std::to_string(l) + ".";
     auto per_head = [&](const torch::Tensor& t) { return t.view({T, H, Dh}).transpose(0, 1); };
     const Value xi = input(x_name, x, {T, D}, true);
     Value q, k, v;
     if (xi) {
-      q = finish(p + "attention.query", per_head(linear_raw(*xi, L.query)), true);
-      k = finish(p + "attention.key", per_head(linear_raw(*xi, L.key)), true);
-      v = finish(p + "attention.value", per_head(linear_raw(*xi, L.value)), true);
+      q = finish(name(LT::query), per_head(linear_raw(*xi, L.query)), true);
+      k = finish(name(LT::key), per_head(linear_raw(*xi, L.key)), true);
+      v = finish(name(LT::value), per_head(linear_raw(*xi, L.value)), true);
     }
-    const Value qi = input(p + "attention.query", q, {H, T, Dh}, true), ki = input(p + "attention.key", k, {H, T, Dh}, true),
-                vi = input(p + "attention.value", v, {H, T, Dh}, true);
+    const Value qi = input(name(LT::query), q, {H, T, Dh}, true), ki = input(name(LT::key), k, {H, T, Dh}, true),
+                vi = input(name(LT::value), v, {H, T, Dh}, true);
     Value scores, alpha, context, attention;
     if (all({&qi, &ki}))
-      scores = finish(p + "attention.scores",
+      scores = finish(name(LT::scores),
                       arith(product(*qi, ki->transpose(1, 2))) / arith(constant(std::sqrt(double(Dh)))), false);
-    const Value si = input(p + "attention.scores", scores, {H, T, T}, false);
-    if (si) alpha = finish(p + "attention.probs", torch::softmax(arith(*si), -1), false);
-    const Value ai = input(p + "attention.probs", alpha, {H, T, T}, false);
+    const Value si = input(name(LT::scores), scores, {H, T, T}, false);
+    if (si) alpha = finish(name(LT::probs), torch::softmax(arith(*si), -1), false);
+    const Value ai = input(name(LT::probs), alpha, {H, T, T}, false);
     if (all({&ai, &vi}))
-      context = finish(p + "attention.context", product_raw(*ai, *vi).transpose(0, 1).reshape({T, D}), true);
-    const Value ci = input(p + "attention.context", context, {T, D}, true);
+      context = finish(name(LT::context), product_raw(*ai, *vi).transpose(0, 1).reshape({T, D}), true);
+    const Value ci = input(name(LT::context), context, {T, D}, true);
     if (all({&ci, &xi}))
-      attention = finish_norm(p + "attention.output", op(arith(linear(*ci, L.attention_out)) + arith(*xi)), L.ln1_g, L.ln1_b);
+      attention = finish_norm(name(LT::attention_output), op(arith(linear(*ci, L.attention_out)) + arith(*xi)), L.ln1_g, L.ln1_b);
 
     if (vi) {
-      const Value value_norm = finish(p + "value_norm", torch::linalg::vector_norm(arith(*vi), 2, {-1}, false, {}), false);
+      const Value value_norm = finish(name(LT::value_norm), torch::linalg::vector_norm(arith(*vi), 2, {-1}, false, {}), false);
       const auto fx = product(*vi, L.lens_wo.view({D, H, Dh}).permute({1, 2, 0}));  // [H, T, D]
       const Value transformed_norm =
-          finish(p + "transformed_norm", torch::linalg::vector_norm(arith(fx), 2, {-1}, false, {}), false);
-      const Value value_norm_i = input(p + "value_norm", value_norm, {H, T}, false),
-                  transformed_norm_i = input(p + "transformed_norm", transformed_norm, {H, T}, false);
+          finish(name(LT::transformed_norm), torch::linalg::vector_norm(arith(fx), 2, {-1}, false, {}), false);
+      const Value value_norm_i = input(name(LT::value_norm), value_norm, {H, T}, false),
+                  transformed_norm_i = input(name(LT::transformed_norm), transformed_norm, {H, T}, false);
       if (all({&ai, &value_norm_i}))
-        finish(p + "lens.value_norm", arith(*ai) * arith(value_norm_i->unsqueeze(1)), false);
+        finish(name(LT::lens_value_norm), arith(*ai) * arith(value_norm_i->unsqueeze(1)), false);
       if (all({&ai, &transformed_norm_i}))
-        finish(p + "lens.transformed_norm", arith(*ai) * arith(transformed_norm_i->unsqueeze(1)), false);
+        finish(name(LT::lens_transformed_norm), arith(*ai) * arith(transformed_norm_i->unsqueeze(1)), false);
       if (ai) {
         const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));  // as run() blocks it
         std::vector<torch::Tensor> summed;
@@ -574,18 +576,18 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
               arith(op(torch::einsum("hij,hjd->ijd",
                                      {arith(product_input(ai->slice(1, i, std::min(T, i + block)))), fx_in}))),
               2, {-1}, false, {})));
-        finish(p + "lens.summed_transformed_norm", torch::cat(summed), false);
+        finish(name(LT::lens_summed_transformed_norm), torch::cat(summed), false);
       }
     }
 
-    const Value attention_i = input(p + "attention.output", attention, {T, D}, true);
+    const Value attention_i = input(name(LT::attention_output), attention, {T, D}, true);
     Value inter;
-    if (attention_i) inter = finish(p + "intermediate", activation(linear(*attention_i, L.intermediate)), false);
-    const Value inter_i = input(p + "intermediate", inter, {T, m.config.intermediate_size}, false);
+    if (attention_i) inter = finish(name(LT::intermediate), activation(linear(*attention_i, L.intermediate)), false);
+    const Value inter_i = input(name(LT::intermediate), inter, {T, m.config.intermediate_size}, false);
     x = std::nullopt;
     if (all({&inter_i, &attention_i}))
-      x = finish_norm(p + "output", op(arith(linear(*inter_i, L.output)) + arith(*attention_i)), L.ln2_g, L.ln2_b);
-    x_name = p + "output";
+      x = finish_norm(name(LT::output), op(arith(linear(*inter_i, L.output)) + arith(*attention_i)), L.ln2_g, L.ln2_b);
+    x_name = name(LT::output);
   }
   return trace;
 }

@@ -10,6 +10,8 @@ namespace lenscheck::runtime {
 
 namespace {
 
+using LT = LayerTensor;
+
 // A torch Linear weight [out, in], packed as the [in, out] operand of linear().
 PackedWeight packed(const Param& p) {
   const size_t out = static_cast<size_t>(p.shape[0]), in = static_cast<size_t>(p.shape[1]);
@@ -142,7 +144,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
   }
   layer_norm(x, T, D, gamma(weights_.embeddings_ln_g),
              weights_.embeddings_ln_b.values.data(), eps, workers);
-  rec("embeddings.output", {t, d}, x);
+  rec(kEmbeddingsOutput, {t, d}, x);
 
   float *q = scratch(Buffer::q, T * D), *k = scratch(Buffer::k, T * D), *v = scratch(Buffer::v, T * D),
         *probs_kept = scratch(Buffer::probs, H * T * T), *context = scratch(Buffer::context, T * D),
@@ -158,9 +160,9 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
         *lens = lenses ? scratch(Buffer::lens, H * T * T) : nullptr;
   const float scale = fault_ == Fault::drop_score_scale ? 1.0f : 1.0f / std::sqrt(static_cast<float>(Dh));
   for (size_t l = 0; l < layers_.size(); ++l) {
+    auto name = [l](LayerTensor t) { return trace_name(int(l), t); };
     const Layer& L = layers_[l];
     const LayerWeights& w = *L.w;
-    const std::string p = "layer." + std::to_string(l) + ".";
 
     linear(x, T, L.query, w.query_b.values.data(), q, workers);
     linear(x, T, L.key, w.key_b.values.data(), k, workers);
@@ -170,13 +172,13 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
       for (float* m : {q, k, v})
         for (size_t tok = 0; tok < T; ++tok) std::rotate(m + tok * D, m + tok * D + 1, m + tok * D + D);
     // [T, H*Dh] -> [H, T, Dh] for the trace: the per-head layout both implementations share.
-    for (const auto& [name, src] : {std::pair{"query", q}, std::pair{"key", k}, std::pair{"value", v}}) {
+    for (const auto& [tensor, src] : {std::pair{LT::query, q}, std::pair{LT::key, k}, std::pair{LT::value, v}}) {
       if (rec.mode() != Record::everything) break;
       for (size_t hh = 0; hh < H; ++hh)
         for (size_t tok = 0; tok < T; ++tok)
           for (size_t e = 0; e < Dh; ++e)
             heads[(hh * T + tok) * Dh + e] = src[tok * D + hh * Dh + e];
-      rec(p + "attention." + name, {h, t, dh}, heads);
+      rec(name(tensor), {h, t, dh}, heads);
     }
 
     // Faults that act between the scores and the context take the three kernels in turn; the
@@ -186,10 +188,10 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
     float* probs = rec.mode() == Record::output && !fault_in_softmax ? nullptr : probs_kept;
     if (!fault_in_softmax) {
       runtime::attention(q, k, v, T, H, Dh, scale, probs, scores, context, workers);  // the local `attention` is a buffer
-      rec(p + "attention.scores", {h, t, t}, scores);
+      rec(name(LT::scores), {h, t, t}, scores);
     } else {
       attention_scores(q, k, T, H, Dh, scale, probs, workers);
-      rec(p + "attention.scores", {h, t, t}, probs);
+      rec(name(LT::scores), {h, t, t}, probs);
       if (fault_ == Fault::softmax_over_queries) {
         softmax_columns(probs, H, T);
       } else if (fault_ == Fault::softmax_without_max) {
@@ -201,15 +203,15 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
       }
       attend(probs, v, T, H, Dh, context, workers);
     }
-    if (probs) rec.shown(p + "attention.probs", {h, t, t}, probs);
-    rec(p + "attention.context", {t, d}, context);
+    if (probs) rec.shown(name(LT::probs), {h, t, t}, probs);
+    rec(name(LT::context), {t, d}, context);
 
     linear(context, T, L.attention_out, w.attention_out_b.values.data(), attention, workers);
     if (!(fault_ == Fault::attention_residual_skipped && l == 1))
       for (size_t e = 0; e < T * D; ++e) attention[e] += x[e];
     layer_norm(attention, T, D, gamma(w.attention_ln_g),
                w.attention_ln_b.values.data(), eps, workers);
-    rec(p + "attention.output", {t, d}, attention);
+    rec(name(LT::attention_output), {t, d}, attention);
 
     if (lenses) {  // a plain forward computes no lens
       // Kobayashi et al. 2020: ||v|| and ||f(x)|| with f(x) = v W_O[h] (the head's rows of the
@@ -237,15 +239,15 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
             default: break;
           }
         }
-      rec.shown(p + "value_norm", {h, t}, value_norm);
-      rec.shown(p + "transformed_norm", {h, t}, transformed_norm);
+      rec.shown(name(LT::value_norm), {h, t}, value_norm);
+      rec.shown(name(LT::transformed_norm), {h, t}, transformed_norm);
       weight_by_key(probs, value_norm, H, T, lens);
-      rec.shown(p + "lens.value_norm", {h, t, t}, lens);
+      rec.shown(name(LT::lens_value_norm), {h, t, t}, lens);
       weight_by_key(probs, transformed_norm, H, T, lens);
-      rec.shown(p + "lens.transformed_norm", {h, t, t}, lens);
+      rec.shown(name(LT::lens_transformed_norm), {h, t, t}, lens);
       if (rec.mode() == Record::everything) {
         summed_transformed_norm(probs, fx, H, T, D, lens);
-        rec(p + "lens.summed_transformed_norm", {t, t}, lens);
+        rec(name(LT::lens_summed_transformed_norm), {t, t}, lens);
       }
     }
 
@@ -255,7 +257,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
       case Activation::gelu_tanh: gelu_tanh(inter, T * I, workers); break;
       case Activation::relu: relu(inter, T * I); break;
     }
-    rec(p + "intermediate", {t, i_}, inter);
+    rec(name(LT::intermediate), {t, i_}, inter);
     if (fault_ == Fault::half_precision_ffn_output)
       linear_half_accumulate(inter, T, I, w.output_w.values.data(), w.output_b.values.data(), D, out);
     else
@@ -263,9 +265,9 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
     for (size_t e = 0; e < T * D; ++e) out[e] += attention[e];
     layer_norm(out, T, D, gamma(w.output_ln_g), w.output_ln_b.values.data(), eps, workers);
     if (l + 1 == layers_.size())
-      rec.last(p + "output", {t, d}, out);
+      rec.last(name(LT::output), {t, d}, out);
     else
-      rec(p + "output", {t, d}, out);
+      rec(name(LT::output), {t, d}, out);
     std::swap(x, out);
   }
   return trace;

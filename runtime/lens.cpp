@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "model/trace.h"
+
 namespace lenscheck {
 
 const char* lens_name(Lens lens) {
@@ -20,8 +22,12 @@ Lens lens_from_name(const std::string& name) {
 }
 
 std::string lens_tensor(Lens lens, int layer) {
-  const std::string p = "layer." + std::to_string(layer) + ".";
-  return lens == Lens::attention ? p + "attention.probs" : p + "lens." + lens_name(lens);
+  switch (lens) {
+    case Lens::attention: return trace_name(layer, LayerTensor::probs);
+    case Lens::value_norm: return trace_name(layer, LayerTensor::lens_value_norm);
+    case Lens::transformed_norm: return trace_name(layer, LayerTensor::lens_transformed_norm);
+  }
+  throw std::invalid_argument("unknown lens");
 }
 
 }  // namespace lenscheck

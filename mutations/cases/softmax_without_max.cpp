@@ -26,7 +26,7 @@ Equivalence scores_within_exp_range(const Context& ctx) {
   std::string largest_at, lowest_at;
   for (const SentenceRun& run : ctx.runs)
     for (int l = 0; l < ctx.checkpoint.config.num_hidden_layers; ++l) {
-      const Tensor& s = *run.references.truth->find(fmt::format("layer.{}.attention.scores", l));
+      const Tensor& s = *run.references.truth->find(trace_name(l, LayerTensor::scores));
       const size_t H = size_t(s.shape[0]), T = size_t(s.shape[1]);
       for (size_t row = 0; row < H * T; ++row) {
         const double* x = s.values.data() + row * T;
