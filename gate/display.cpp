@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -57,6 +58,107 @@ std::string flag_name(double threshold) { return fmt::format("flag {:g} %", 100 
 
 }  // namespace
 
+namespace {
+
+// One word's rows under one lens, every head, layer-major: the truth's, the candidate's, each benchmark's.
+struct HeadRowSets {
+  const std::vector<WordRow>& truth;
+  const std::vector<WordRow>& candidate;
+  const std::vector<std::vector<WordRow>>& benchmarks;
+};
+
+// Items that print alike and are decided are no news: only the others are kept.
+void add(DisplayRow& row, DisplayItem item) {
+  if (item.differs || !item.decidable) row.items.push_back(std::move(item));
+}
+
+// The head. Within twice the error of the rule's scores (both heads' scores carry it) another head could
+// be opened; that matters only where it would print another row. An exact tie in the truth is decided by
+// the rule's tie-break, which the candidate must follow.
+void compare_head(const HeadRowSets& r, const HeadRule& rule, int heads, int word, const DisplaySpec& spec,
+                  size_t ht, size_t hc, DisplayRow& row) {
+  if (rule.kind == HeadRule::Kind::fixed) return;
+  const std::vector<WordRow>& t = r.truth;
+  double error = 0;
+  for (const auto& bench : r.benchmarks)
+    for (size_t i = 0; i < t.size(); ++i) error = std::max(error, std::fabs(rule.score(bench[i]) - rule.score(t[i])));
+  auto gap = [&](size_t i) { return rule.score(t[ht]) - rule.score(t[i]); };
+  const PrintedRow pt = printed_row(t[ht], word, spec);
+  double margin = INFINITY;  // to the nearest head that would print another row
+  for (size_t i = 0; i < t.size(); ++i)
+    if (i != ht && gap(i) > 0 && gap(i) < margin && printed_row(t[i], word, spec) != pt) margin = gap(i);
+  if (hc != ht) margin = gap(hc);  // the boundary the candidate crossed
+  auto label = [&](size_t i) { return HeadRef{int(i) / heads, int(i) % heads}.label(); };
+  add(row, {"head", label(hc), label(ht), hc != ht, !(margin > 0 && margin <= 2 * error), margin, 2 * error});
+}
+
+// The sink share and its flags, in the head both sides open.
+void compare_sink(const HeadRowSets& r, size_t head, const PrintedRow& pt, const PrintedRow& pc,
+                  const DisplaySpec& spec, DisplayRow& row) {
+  const std::optional<double> st = r.truth[head].sink_share(), sc = r.candidate[head].sink_share();
+  double error = 0;
+  bool defined_alike = true;
+  for (const auto& bench : r.benchmarks) {
+    const std::optional<double> s = bench[head].sink_share();
+    if (s.has_value() != st.has_value()) defined_alike = false;
+    if (s && st) error = std::max(error, std::fabs(*s - *st));
+  }
+  if (st.has_value() != sc.has_value() || !st) {
+    add(row, {"sink share", pc.sink, pt.sink, st.has_value() != sc.has_value(), defined_alike, 0, error});
+    return;
+  }
+  const double margin = rounding_margin(*st, spec.decimals);
+  add(row, {"sink share", pc.sink, pt.sink, pc.sink != pt.sink, !(margin <= error), margin, error});
+  for (size_t f = 0; f < spec.sink_flags.size(); ++f) {
+    const double to_flag = std::fabs(*st - spec.sink_flags[f]);
+    add(row, {flag_name(spec.sink_flags[f]), pc.flags[f] ? "raised" : "not raised", pt.flags[f] ? "raised" : "not raised",
+              pc.flags[f] != pt.flags[f], !(to_flag <= error), to_flag, error});
+  }
+}
+
+// The targets: every printed weight of a word shown by either side, or that one rounding step up would
+// bring into the truth's list. The list follows from the printed weights alone.
+void compare_targets(const HeadRowSets& r, size_t head, int word, const PrintedRow& pt, const PrintedRow& pc,
+                     const DisplaySpec& spec, const std::function<std::string(int)>& word_text, DisplayRow& row) {
+  const auto wt = r.truth[head].displayed(), wc = r.candidate[head].displayed();
+  if (!wt || !wc) {
+    if (wt.has_value() != wc.has_value())
+      add(row, {"displayed weights", wc ? "shown" : "— (no content weight)", wt ? "shown" : "— (no content weight)",
+                true, true, 0, 0});
+    return;
+  }
+  double error = 0;
+  for (const auto& bench : r.benchmarks)
+    if (const auto wb = bench[head].displayed())
+      for (size_t j = 0; j < wt->size(); ++j) error = std::max(error, std::fabs((*wb)[j] - (*wt)[j]));
+  // Printed weights in units of the last printed decimal, so that comparing them is exact.
+  const double scale = std::pow(10.0, spec.decimals);
+  auto units = [&](double x) { return std::llround(x * scale); };
+  const long long cutoff = pt.targets.empty() ? 0 : units(std::stod(pt.targets.back().second));
+  const bool list_full = int(pt.targets.size()) == spec.top_targets;
+  auto shown_in = [](const PrintedRow& p, int w) {
+    return std::any_of(p.targets.begin(), p.targets.end(), [&](const auto& target) { return target.first == w; });
+  };
+  for (int w : content_words(wt->size(), word)) {
+    const bool shown = shown_in(pt, w) || shown_in(pc, w);
+    const double truth_weight = (*wt)[size_t(w)];
+    // A word shown by neither side matters where one rounding step up would bring it into the list, and
+    // then only its upper rounding boundary does.
+    const bool could_enter = list_full && units(truth_weight) + 1 >= cutoff;
+    if (!shown && !could_enter) continue;
+    const double margin = shown ? rounding_margin(truth_weight, spec.decimals)
+                                : (std::floor(truth_weight * scale + 0.5) + 0.5) / scale - truth_weight;
+    const std::string p_t = printed(truth_weight, spec.decimals), p_c = printed((*wc)[size_t(w)], spec.decimals);
+    add(row, {fmt::format("weight of {}@{}", word_text(w), w), shown_in(pc, w) ? p_c : "not shown",
+              shown_in(pt, w) ? p_t : "not shown", shown && p_c != p_t, !(margin <= error), margin, error});
+  }
+  // Unreachable while the list is a function of the printed weights: kept as the check that it is.
+  if (pc.targets != pt.targets && !row.differs())
+    throw std::logic_error("the targets differ while every printed weight agrees");
+}
+
+}  // namespace
+
 std::vector<DisplayRow> compare_display(const Instrument& instrument, const std::string& sentence, const Trace& candidate,
                                         const Trace& truth, const std::vector<const Trace*>& benchmarks, int layers,
                                         int heads, size_t& rows) {
@@ -70,6 +172,12 @@ std::vector<DisplayRow> compare_display(const Instrument& instrument, const std:
   } catch (const std::invalid_argument& e) {
     throw InputError(sentence, fmt::format("the display verdict needs its words: {}", e.what()));
   }
+  const std::function<std::string(int)> word_text = [&](int w) {  // its tokens joined, WordPiece's ## dropped
+    std::string text;
+    for (size_t p : layout.words[size_t(w)])
+      text += truth.tokens[p].rfind("##", 0) == 0 ? truth.tokens[p].substr(2) : truth.tokens[p];
+    return text;
+  };
   std::vector<DisplayRow> flagged;
   for (Lens lens : instrument.lenses)
     for (int word = 0; word < int(layout.words.size()); ++word) {
@@ -77,118 +185,25 @@ std::vector<DisplayRow> compare_display(const Instrument& instrument, const std:
       const HeadRows candidate_rows = rows_of(candidate, layout, lens, word, layers, heads);
       const HeadRows truth_rows = rows_of(truth, layout, lens, word, layers, heads);
       if (!truth_rows.problem.empty()) throw std::logic_error("the truth's rows: " + truth_rows.problem);
-      const std::vector<WordRow>& c = candidate_rows.rows;
-      const std::vector<WordRow>& t = truth_rows.rows;
       std::vector<std::vector<WordRow>> b;
       for (const Trace* bench : benchmarks) {
-        HeadRows rows = rows_of(*bench, layout, lens, word, layers, heads);
-        if (!rows.problem.empty()) throw std::logic_error("the benchmark's rows: " + rows.problem);
-        b.push_back(std::move(rows.rows));
+        HeadRows bench_rows = rows_of(*bench, layout, lens, word, layers, heads);
+        if (!bench_rows.problem.empty()) throw std::logic_error("the benchmark's rows: " + bench_rows.problem);
+        b.push_back(std::move(bench_rows.rows));
       }
-
-      auto word_text = [&](int w) {  // its tokens joined, WordPiece's ## dropped
-        std::string text;
-        for (size_t p : layout.words[size_t(w)])
-          text += truth.tokens[p].rfind("##", 0) == 0 ? truth.tokens[p].substr(2) : truth.tokens[p];
-        return text;
-      };
-      DisplayRow row;
-      row.sentence = sentence;
-      row.word = word_text(word);
-      row.at = word;
-      row.lens = lens;
-      auto add = [&](DisplayItem item) {
-        if (item.differs || !item.decidable) row.items.push_back(std::move(item));
-      };
-      auto head_label = [&](size_t i) { return HeadRef{int(i) / heads, int(i) % heads}.label(); };
+      DisplayRow row{sentence, word_text(word), word, lens, {}};
       if (!candidate_rows.problem.empty()) {  // nothing the instrument could show: wrong
-        add({"row", "— (" + candidate_rows.problem + ")", "shown", true, true, 0, 0});
-        flagged.push_back(std::move(row));
-        continue;
-      }
-
-      // The head. Within twice the error of the rule's scores (both heads' scores carry it) another head
-      // could be opened; that matters only where it would print another row. An exact tie in the truth is
-      // decided by the rule's tie-break, which the candidate must follow.
-      const size_t ht = opened_head(t, rule, heads), hc = opened_head(c, rule, heads);
-      const PrintedRow pt = printed_row(t[ht], word, spec);
-      if (rule.kind != HeadRule::Kind::fixed) {
-        double error = 0;
-        for (const auto& bench : b)
-          for (size_t i = 0; i < t.size(); ++i)
-            error = std::max(error, std::fabs(rule.score(bench[i]) - rule.score(t[i])));
-        auto gap = [&](size_t i) { return rule.score(t[ht]) - rule.score(t[i]); };
-        double margin = INFINITY;  // to the nearest head that would print another row
-        for (size_t i = 0; i < t.size(); ++i)
-          if (i != ht && gap(i) > 0 && gap(i) < margin && printed_row(t[i], word, spec) != pt) margin = gap(i);
-        if (hc != ht) margin = gap(hc);  // the boundary the candidate crossed
-        add({"head", head_label(hc), head_label(ht), hc != ht, !(margin > 0 && margin <= 2 * error), margin, 2 * error});
-      }
-      if (hc != ht) {  // another head's numbers are another row: nothing more to compare
-        flagged.push_back(std::move(row));
-        continue;
-      }
-      const PrintedRow pc = printed_row(c[ht], word, spec);
-
-      // The sink share and its flags.
-      const std::optional<double> st = t[ht].sink_share(), sc = c[ht].sink_share();
-      double sink_error = 0;
-      bool defined_alike = true;
-      for (const auto& bench : b) {
-        const std::optional<double> s = bench[ht].sink_share();
-        if (s.has_value() != st.has_value()) defined_alike = false;
-        if (s && st) sink_error = std::max(sink_error, std::fabs(*s - *st));
-      }
-      if (st.has_value() != sc.has_value() || !st) {
-        add({"sink share", pc.sink, pt.sink, st.has_value() != sc.has_value(), defined_alike, 0, sink_error});
+        add(row, {"row", "— (" + candidate_rows.problem + ")", "shown", true, true, 0, 0});
       } else {
-        add({"sink share", pc.sink, pt.sink, pc.sink != pt.sink, !(rounding_margin(*st, spec.decimals) <= sink_error),
-             rounding_margin(*st, spec.decimals), sink_error});
-        for (size_t f = 0; f < spec.sink_flags.size(); ++f) {
-          const double margin = std::fabs(*st - spec.sink_flags[f]);
-          add({flag_name(spec.sink_flags[f]), pc.flags[f] ? "raised" : "not raised", pt.flags[f] ? "raised" : "not raised",
-               pc.flags[f] != pt.flags[f], !(margin <= sink_error), margin, sink_error});
+        const HeadRowSets sets{truth_rows.rows, candidate_rows.rows, b};
+        const size_t ht = opened_head(sets.truth, rule, heads), hc = opened_head(sets.candidate, rule, heads);
+        compare_head(sets, rule, heads, word, spec, ht, hc, row);
+        if (hc == ht) {  // another head's numbers are another row: nothing more to compare
+          const PrintedRow pt = printed_row(sets.truth[ht], word, spec), pc = printed_row(sets.candidate[ht], word, spec);
+          compare_sink(sets, ht, pt, pc, spec, row);
+          compare_targets(sets, ht, word, pt, pc, spec, word_text, row);
         }
       }
-
-      // The targets: every printed weight of a word shown by either side, or that one rounding step up
-      // would bring into the truth's list. The list follows from the printed weights alone.
-      const auto wt = t[ht].displayed(), wc = c[ht].displayed();
-      if (!wt || !wc) {
-        if (wt.has_value() != wc.has_value())
-          add({"displayed weights", wc ? "shown" : "— (no content weight)", wt ? "shown" : "— (no content weight)",
-               true, true, 0, 0});
-        if (!row.items.empty()) flagged.push_back(std::move(row));
-        continue;
-      }
-      double weight_error = 0;
-      for (const auto& bench : b)
-        if (const auto wb = bench[ht].displayed())
-          for (size_t j = 0; j < wt->size(); ++j) weight_error = std::max(weight_error, std::fabs((*wb)[j] - (*wt)[j]));
-      // Printed weights in units of the last printed decimal, so that comparing them is exact.
-      const double scale = std::pow(10.0, spec.decimals);
-      auto units = [&](double x) { return std::llround(x * scale); };
-      const long long cutoff = pt.targets.empty() ? 0 : units(std::stod(pt.targets.back().second));
-      const bool list_full = int(pt.targets.size()) == spec.top_targets;
-      auto shown_in = [](const PrintedRow& p, int w) {
-        return std::any_of(p.targets.begin(), p.targets.end(), [&](const auto& target) { return target.first == w; });
-      };
-      for (int w : content_words(wt->size(), word)) {
-        const bool shown = shown_in(pt, w) || shown_in(pc, w);
-        const double truth_weight = (*wt)[size_t(w)];
-        // A word shown by neither side matters where one rounding step up would bring it into the list,
-        // and then only its upper rounding boundary does.
-        const bool could_enter = list_full && units(truth_weight) + 1 >= cutoff;
-        if (!shown && !could_enter) continue;
-        const double margin = shown ? rounding_margin(truth_weight, spec.decimals)
-                                    : (std::floor(truth_weight * scale + 0.5) + 0.5) / scale - truth_weight;
-        const std::string p_t = printed(truth_weight, spec.decimals), p_c = printed((*wc)[size_t(w)], spec.decimals);
-        add({fmt::format("weight of {}@{}", word_text(w), w), shown_in(pc, w) ? p_c : "not shown",
-             shown_in(pt, w) ? p_t : "not shown", shown && p_c != p_t, !(margin <= weight_error), margin, weight_error});
-      }
-      // Unreachable while the list is a function of the printed weights: kept as the check that it is.
-      if (pc.targets != pt.targets && !row.differs())
-        throw std::logic_error("the targets differ while every printed weight agrees");
       if (!row.items.empty()) flagged.push_back(std::move(row));
     }
   return flagged;
