@@ -304,23 +304,11 @@ std::string audit_conclusion(const AuditResult& r) {
   return s;
 }
 
-void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir) {
-  std::filesystem::create_directories(dir);
-  std::string md = fmt::format("# Audit: {} — {}\n\n", r.plan.study, verdict(r));
-  md += fmt::format("> {}\n\nRegistered {} in `{}`, before the measurement.\n\n", r.plan.hypothesis,
-                    r.plan.registered, r.plan.file.string());
-  md += "## Conclusion\n\n" + audit_conclusion(r) + "\n\n";
-  if (!r.recorded_hold()) md += "**The recorded numbers moved (see below): this run must not be used for a conclusion.**\n\n";
-  md += fmt::format("## What ran\n\n| | |\n|---|---|\n| plan | `{}` SHA-256 `{}` |\n| model | `{}` ({}) SHA-256 `{}` |\n"
-                    "| sentences | `{}` SHA-256 `{}` ({} sentences, {} rows) |\n| recorded numbers | {} |\n"
-                    "| head rule | `{}` |\n| build | `{}` |\n| implementation | runtime fp32 (verified against the libtorch oracle by `lenscheck verify`) |\n\n",
-                    r.plan.file.string(), r.plan_sha256, r.model_dir, r.model_generator.empty() ? "no generator recorded" : r.model_generator,
-                    r.model_sha256, r.plan.sentences.string(), r.sentences_sha256, r.sentences, r.total_rows,
-                    r.plan.recorded ? fmt::format("`{}` SHA-256 `{}`", r.plan.recorded->string(), r.recorded_sha256) : "none",
-                    r.plan.head_rule.label(), r.version);
-  md += "## Abandon criteria (from the plan)\n\n| criterion | measured | holds |\n|---|---|---|\n";
-  for (const CriterionResult& c : r.criteria)
-    md += fmt::format("| {} | {:.4g} | {} |\n", c.criterion.describe(), c.value, c.triggered ? "**yes**" : "no");
+namespace {
+
+// The sink-share table: one line per lens, with the published run's figures beside it.
+std::string lens_table(const AuditResult& r) {
+  std::string md;
   md += "\n## Sink share per lens\n\n| lens | median | worst row | rows > 50 % | rows > 90 % | rows worse than baseline | "
         "largest worsening, percentage points (baseline → lens) | largest relative worsening from a baseline share of 0.1 % "
         "or more (baseline → lens) | "
@@ -345,6 +333,48 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
                       rows_worse, points, relative, l.kept_head, l.rows, l.undefined, p.median, p.worst,
                       p.above_50, p.above_90);
   }
+  return md;
+}
+
+// Every row shown, under each lens: the head opened, the top content target and the sink share.
+std::string rows_table(const AuditResult& r) {
+  std::string md;
+  md += fmt::format("\n## Rows\n\nShown: {}, {} in all. Head `L.H`, the top content target with its displayed (renormalised) "
+                    "weight, and the sink share.\n\n| sentence | word |", shown_rows(r), r.total_rows);
+  for (Lens l : r.plan.lenses) md += fmt::format(" {} |", lens_name(l));
+  md += "\n|---|---|";
+  for (size_t i = 0; i < r.plan.lenses.size(); ++i) md += "---|";
+  md += "\n";
+  for (const AuditRow& row : r.rows) {
+    md += fmt::format("| {} | {} |", row.sentence, row.word_text());
+    for (const WordRow& w : row.by_lens) {
+      const int top = w.top_target();
+      const auto d = w.displayed();
+      md += fmt::format(" {} → {} {} · sink {} |", w.head.label(), top >= 0 ? row.words[size_t(top)] : "—",
+                        d && top >= 0 ? fmt::format("{:.3f}", (*d)[size_t(top)]) : "—", pct(w.sink_share()));
+    }
+    md += "\n";
+  }
+  return md;
+}
+
+std::string audit_markdown(const AuditResult& r) {
+  std::string md = fmt::format("# Audit: {} — {}\n\n", r.plan.study, verdict(r));
+  md += fmt::format("> {}\n\nRegistered {} in `{}`, before the measurement.\n\n", r.plan.hypothesis,
+                    r.plan.registered, r.plan.file.string());
+  md += "## Conclusion\n\n" + audit_conclusion(r) + "\n\n";
+  if (!r.recorded_hold()) md += "**The recorded numbers moved (see below): this run must not be used for a conclusion.**\n\n";
+  md += fmt::format("## What ran\n\n| | |\n|---|---|\n| plan | `{}` SHA-256 `{}` |\n| model | `{}` ({}) SHA-256 `{}` |\n"
+                    "| sentences | `{}` SHA-256 `{}` ({} sentences, {} rows) |\n| recorded numbers | {} |\n"
+                    "| head rule | `{}` |\n| build | `{}` |\n| implementation | runtime fp32 (verified against the libtorch oracle by `lenscheck verify`) |\n\n",
+                    r.plan.file.string(), r.plan_sha256, r.model_dir, r.model_generator.empty() ? "no generator recorded" : r.model_generator,
+                    r.model_sha256, r.plan.sentences.string(), r.sentences_sha256, r.sentences, r.total_rows,
+                    r.plan.recorded ? fmt::format("`{}` SHA-256 `{}`", r.plan.recorded->string(), r.recorded_sha256) : "none",
+                    r.plan.head_rule.label(), r.version);
+  md += "## Abandon criteria (from the plan)\n\n| criterion | measured | holds |\n|---|---|---|\n";
+  for (const CriterionResult& c : r.criteria)
+    md += fmt::format("| {} | {:.4g} | {} |\n", c.criterion.describe(), c.value, c.triggered ? "**yes**" : "no");
+  md += lens_table(r);
   md += "\nUndefined rows carry no weight at all under the lens (every weight of the row is 0 in fp32): they have no "
         "sink share and are counted in no median, maximum or count of shares. A NaN or Inf weight is not an undefined "
         "row: it stops the audit as a gate failure (exit 1), naming the sentence and tensor.\n";
@@ -376,25 +406,11 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
                         c.raw_share ? fmt::format("{:.4f}", *c.raw_share) : "—",
                         c.problem.empty() ? "holds" : "**" + c.problem + "**");
   }
-  md += fmt::format("\n## Rows\n\nShown: {}, {} in all. Head `L.H`, the top content target with its displayed (renormalised) "
-                    "weight, and the sink share.\n\n| sentence | word |", shown_rows(r), r.total_rows);
-  for (Lens l : r.plan.lenses) md += fmt::format(" {} |", lens_name(l));
-  md += "\n|---|---|";
-  for (size_t i = 0; i < r.plan.lenses.size(); ++i) md += "---|";
-  md += "\n";
-  for (const AuditRow& row : r.rows) {
-    md += fmt::format("| {} | {} |", row.sentence, row.word_text());
-    for (const WordRow& w : row.by_lens) {
-      const int top = w.top_target();
-      const auto d = w.displayed();
-      md += fmt::format(" {} → {} {} · sink {} |", w.head.label(), top >= 0 ? row.words[size_t(top)] : "—",
-                        d && top >= 0 ? fmt::format("{:.3f}", (*d)[size_t(top)]) : "—", pct(w.sink_share()));
-    }
-    md += "\n";
-  }
-  write_text_file(dir / "audit.md", md);
-  write_text_file(dir / "sink-shares.svg", sink_share_picture(r));
+  md += rows_table(r);
+  return md;
+}
 
+nlohmann::ordered_json audit_json(const AuditResult& r) {
   nlohmann::ordered_json j;
   j["tool"] = "lenscheck audit";
   j["study"] = r.plan.study;
@@ -456,7 +472,16 @@ void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir)
       rj[lens_name(r.plan.lenses[li])] = row_json(row.by_lens[li], row.words);
     j["rows"].push_back(rj);
   }
-  write_text_file(dir / "audit.json", j.dump(1) + "\n");
+  return j;
+}
+
+}  // namespace
+
+void write_audit_reports(const AuditResult& r, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  write_text_file(dir / "audit.md", audit_markdown(r));
+  write_text_file(dir / "sink-shares.svg", sink_share_picture(r));
+  write_text_file(dir / "audit.json", audit_json(r).dump(1) + "\n");
 }
 
 void print_audit_outcome(const AuditResult& r, const std::filesystem::path& dir) {
