@@ -409,41 +409,72 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
 // them, its output rounded to the scheme's op format, and the values the scheme stores rounded to that.
 // Globally (local == nullptr) every op reads the values this forward computed. Locally every op reads
 // the candidate's own inputs from local->feed, and an op whose inputs the feed lacks is left out.
-Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
-  torch::NoGradGuard no_grad;
-  const Impl& m = *impl_;
-  const Scheme& s = m.scheme;
-  const int64_t T = static_cast<int64_t>(enc.ids.size()), D = m.config.hidden_size,
-                H = m.config.num_attention_heads, Dh = D / H;
-  const Arithmetic arithmetic = *m.simulated;
+// One forward pass in a simulated scheme: its rounding rules as member functions, each layer's ops in
+// turn. Globally every op reads this pass's own values; locally (Oracle::Local) it reads the candidate's.
+class Oracle::SimulatedPass {
+ public:
+  using Value = std::optional<torch::Tensor>;
 
-  Trace trace;
-  // Every value is one of the format's, which binary32 holds exactly: the trace declares the format.
-  trace.precision = arithmetic_name(arithmetic);
-  trace.producer = fmt::format("oracle {} (simulated in fp64{})", arithmetic_name(arithmetic),
-                               local ? local->fp32_ops ? ", each op from the candidate's inputs, in fp32"
-                                                       : ", each op from the candidate's inputs"
-                                     : "");
-  trace.input_ids = enc.ids;
-  trace.tokens = enc.tokens;
-  trace.word_ids = enc.word_ids;
+  SimulatedPass(const Impl& m, const Encoding& enc, const Local* local)
+      : m_(m), s_(m.scheme), local_(local), enc_(enc), T_(int64_t(enc.ids.size())), D_(m.config.hidden_size),
+        H_(m.config.num_attention_heads), Dh_(D_ / H_), fp32_ops_(local && local->fp32_ops),
+        round_inputs_(s_.product_inputs.digits < s_.ops.digits) {
+    const Arithmetic arithmetic = *m.simulated;
+    // Every value is one of the format's, which binary32 holds exactly: the trace declares the format.
+    trace_.precision = arithmetic_name(arithmetic);
+    trace_.producer = fmt::format("oracle {} (simulated in fp64{})", arithmetic_name(arithmetic),
+                                  local ? local->fp32_ops ? ", each op from the candidate's inputs, in fp32"
+                                                          : ", each op from the candidate's inputs"
+                                        : "");
+    trace_.input_ids = enc.ids;
+    trace_.tokens = enc.tokens;
+    trace_.word_ids = enc.word_ids;
+    if (m.rounding_probe) probe_.emplace(m.rounding_probe ^ 0x6c6e6f757470ULL);  // apart from the weights' draws
+  }
 
-  const bool fp32_ops = local && local->fp32_ops;
-  auto arith = [&](const torch::Tensor& x) { return fp32_ops ? x.to(torch::kFloat32) : x; };
-  auto back = [](const torch::Tensor& x) { return x.to(torch::kFloat64); };
-  auto op = [&](const torch::Tensor& x) { return rounded(back(x), s.ops); };
-  auto keep = [&](const torch::Tensor& x) { return rounded(x, s.stored); };
+  Trace run() && {
+    torch::NoGradGuard no_grad;
+    const auto ids = torch::tensor(enc_.ids, torch::kInt64);
+    // As BertEmbeddings adds them: word + token type, then + position.
+    Value x = finish_norm(kEmbeddingsOutput,
+                          op(arith(op(arith(F::embedding(ids, m_.word)) + arith(m_.token_type[0]))) +
+                             arith(m_.position.slice(0, 0, T_))),
+                          m_.ln_g, m_.ln_b);
+    std::string x_name = kEmbeddingsOutput;
+    for (size_t l = 0; l < m_.simulated_layers.size(); ++l) {
+      x = layer(int(l), input(x_name, x, {T_, D_}, true));
+      x_name = trace_name(int(l), LT::output);
+    }
+    return std::move(trace_);
+  }
+
+ private:
+  const Impl& m_;
+  const Scheme& s_;
+  const Local* local_;
+  const Encoding& enc_;
+  const int64_t T_, D_, H_, Dh_;
+  const bool fp32_ops_;
   // Every operand is already a value of the op or stored format: only a coarser product input rounds it.
-  const bool round_inputs = s.product_inputs.digits < s.ops.digits;
-  auto product_input = [&](const torch::Tensor& x) { return round_inputs ? rounded(x, s.product_inputs) : x; };
+  const bool round_inputs_;
+  std::optional<SeededRng> probe_;
+  Trace trace_;
+
+  torch::Tensor arith(const torch::Tensor& x) const { return fp32_ops_ ? x.to(torch::kFloat32) : x; }
+  static torch::Tensor back(const torch::Tensor& x) { return x.to(torch::kFloat64); }
+  torch::Tensor op(const torch::Tensor& x) const { return rounded(back(x), s_.ops); }
+  torch::Tensor keep(const torch::Tensor& x) const { return rounded(x, s_.stored); }
+  torch::Tensor product_input(const torch::Tensor& x) const {
+    return round_inputs_ ? rounded(x, s_.product_inputs) : x;
+  }
   // An op's last operation before its output is rounded (`_raw`), and the op with it rounded.
-  auto product_raw = [&](const torch::Tensor& a, const torch::Tensor& b) {
+  torch::Tensor product_raw(const torch::Tensor& a, const torch::Tensor& b) const {
     return torch::matmul(arith(product_input(a)), arith(product_input(b)));
-  };
-  auto product = [&](const torch::Tensor& a, const torch::Tensor& b) { return op(product_raw(a, b)); };
+  }
+  torch::Tensor product(const torch::Tensor& a, const torch::Tensor& b) const { return op(product_raw(a, b)); }
   // DynamicQuantizeLinear, as ONNX Runtime computes it in fp32: the tensor's range widened to hold 0,
   // mapped onto uint8; returns the integers less the zero point, and the scale.
-  auto quantized = [&](const torch::Tensor& x) {
+  static std::pair<torch::Tensor, double> quantized(const torch::Tensor& x) {
     auto f32 = [](const torch::Tensor& t) { return rounded(t, kBinary32); };
     const double lo = std::min(0.0, x.min().item<double>()), hi = std::max(0.0, x.max().item<double>());
     const double scale = rounded(torch::tensor((double(float(hi - lo))) / 255.0), kBinary32).item<double>();
@@ -451,24 +482,24 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
     const double zero_point = std::clamp(double(std::nearbyint(float(-lo / scale))), 0.0, 255.0);
     const auto q = torch::clamp(torch::round(f32(x / scale)) + zero_point, 0, 255);
     return std::pair{q - zero_point, scale};
-  };
-  auto linear_raw = [&](const torch::Tensor& x, const SimulatedLinear& l) {
-    if (!s.quantized_linear) return arith(product(x, l.w.t())) + arith(l.b);
+  }
+  torch::Tensor linear_raw(const torch::Tensor& x, const SimulatedLinear& l) const {
+    if (!s_.quantized_linear) return arith(product(x, l.w.t())) + arith(l.b);
     // MatMulInteger's exact integer sums, cast to fp32, times x_scale · w_scale (fp32), plus the bias.
     const auto [xq, x_scale] = quantized(x);
     const auto sums = rounded(torch::matmul(xq, l.q.t()), kBinary32);
     return arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32)))) + arith(l.b);
-  };
-  auto linear = [&](const torch::Tensor& x, const SimulatedLinear& l) { return op(linear_raw(x, l)); };
+  }
+  torch::Tensor linear(const torch::Tensor& x, const SimulatedLinear& l) const { return op(linear_raw(x, l)); }
   // A constant of the graph (the attention scale, GELU's), stored as the weights are.
-  auto constant = [&](double c) { return keep(torch::tensor(c, torch::kFloat64)); };
+  torch::Tensor constant(double c) const { return keep(torch::tensor(c, torch::kFloat64)); }
   // The activation's last operation. Between casts, GELU is the graph's chain of fp32 ops (Div, Erf or
   // Tanh, Add, Mul, Mul, as torch.onnx writes it) on its constants as stored: √2 in fp16 is 1.4140625.
-  auto activation = [&](const torch::Tensor& x) -> torch::Tensor {
-    if (!s.fp32_between_casts || m.config.activation() == Activation::relu) return m.activation(arith(x));
+  torch::Tensor activation(const torch::Tensor& x) const {
+    if (!s_.fp32_between_casts || m_.config.activation() == Activation::relu) return m_.activation(arith(x));
     const auto a = arith(x);
     torch::Tensor inner;
-    if (m.config.activation() == Activation::gelu_erf) {
+    if (m_.config.activation() == Activation::gelu_erf) {
       inner = op(torch::erf(arith(op(a / arith(constant(1.4142135623730951))))));
     } else {
       const auto cube = op(arith(op(a * a)) * a);
@@ -476,65 +507,56 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
       inner = op(torch::tanh(arith(op(arith(t) * arith(constant(0.7978845608028654))))));
     }
     return arith(op(a * arith(op(arith(inner) + arith(constant(1.0)))))) * arith(constant(0.5));
-  };
+  }
 
   // An op's result, from its last operation `raw`: rounded to the op format, recorded as stored, and
   // passed on as the scheme keeps it (`kept_in_stored_format`: rounded to the stored format, as every
   // value is where the scheme has no fp32 between casts). The local probes step `raw`, which
   // `local->unstored` receives, one fp32 step before it is rounded.
-  auto finish = [&](const std::string& name, const torch::Tensor& raw, bool kept_in_stored_format) {
+  torch::Tensor finish(const std::string& name, const torch::Tensor& raw, bool kept_in_stored_format) {
     const auto y = op(raw);
-    trace.add(name, to_trace(keep(y)));
-    if (local && local->unstored) local->unstored->add(name, to_trace(back(raw)));
-    return !s.fp32_between_casts || kept_in_stored_format ? keep(y) : y;
-  };
-  std::optional<SeededRng> probe;
-  if (m.rounding_probe) probe.emplace(m.rounding_probe ^ 0x6c6e6f757470ULL);  // apart from the weights' draws
+    trace_.add(name, to_trace(keep(y)));
+    if (local_ && local_->unstored) local_->unstored->add(name, to_trace(back(raw)));
+    return !s_.fp32_between_casts || kept_in_stored_format ? keep(y) : y;
+  }
   // A LayerNorm, which reads its input as stored (ONNX Runtime's float16 kernel reads fp16) and whose
   // output is stored, the global rounding probe moving it one step of the stored format.
-  auto finish_norm = [&](const std::string& name, const torch::Tensor& v, const torch::Tensor& g, const torch::Tensor& b) {
-    const auto raw = m.layer_norm(arith(keep(v)), arith(g), arith(b));
+  torch::Tensor finish_norm(const std::string& name, const torch::Tensor& v, const torch::Tensor& g,
+                            const torch::Tensor& b) {
+    const auto raw = m_.layer_norm(arith(keep(v)), arith(g), arith(b));
     auto y = keep(op(raw));
-    if (probe) y = stepped(y, s.stored, random_directions(*probe, y));
-    trace.add(name, to_trace(y));
-    if (local && local->unstored) local->unstored->add(name, to_trace(back(raw)));
+    if (probe_) y = stepped(y, s_.stored, random_directions(*probe_, y));
+    trace_.add(name, to_trace(y));
+    if (local_ && local_->unstored) local_->unstored->add(name, to_trace(back(raw)));
     return y;
-  };
+  }
 
-  using Value = std::optional<torch::Tensor>;
   // An op's input: globally this forward's own value. Locally the candidate's (none when its trace
   // lacks it, holds it in another shape, or holds NaN or Inf), except where the scheme passes the value on
   // in fp32 while the trace holds it rounded: there the op reads what this recomputation computed from
   // the candidate's stored values, so that the local op runs from one stored value to the next, as the
   // candidate does between its casts.
-  auto input = [&](const std::string& name, const Value& own, std::vector<int64_t> shape,
-                   bool kept_in_stored_format) -> Value {
-    if (!local || (s.fp32_between_casts && !kept_in_stored_format)) return own;
-    const Tensor* t = local->feed->find(name);
+  Value input(const std::string& name, const Value& own, std::vector<int64_t> shape, bool kept_in_stored_format) const {
+    if (!local_ || (s_.fp32_between_casts && !kept_in_stored_format)) return own;
+    const Tensor* t = local_->feed->find(name);
     if (!t || t->shape != shape) return std::nullopt;
     for (double v : t->values)
       if (!std::isfinite(v)) return std::nullopt;
     return torch::from_blob(const_cast<double*>(t->values.data()), shape, torch::kFloat64).clone();
-  };
-  auto all = [](std::initializer_list<const Value*> values) {
+  }
+  static bool all(std::initializer_list<const Value*> values) {
     for (const Value* v : values)
       if (!*v) return false;
     return true;
-  };
+  }
+  torch::Tensor per_head(const torch::Tensor& t) const { return t.view({T_, H_, Dh_}).transpose(0, 1); }
 
-  const auto ids = torch::tensor(enc.ids, torch::kInt64);
-  // As BertEmbeddings adds them: word + token type, then + position.
-  Value x = finish_norm(kEmbeddingsOutput,
-                        op(arith(op(arith(F::embedding(ids, m.word)) + arith(m.token_type[0]))) +
-                           arith(m.position.slice(0, 0, T))),
-                        m.ln_g, m.ln_b);
-  std::string x_name = kEmbeddingsOutput;
-
-  for (size_t l = 0; l < m.simulated_layers.size(); ++l) {
-    auto name = [l](LayerTensor t) { return trace_name(int(l), t); };
-    const SimulatedLayer& L = m.simulated_layers[l];
-    auto per_head = [&](const torch::Tensor& t) { return t.view({T, H, Dh}).transpose(0, 1); };
-    const Value xi = input(x_name, x, {T, D}, true);
+  // One layer from its input xi (none where the candidate lacks it): the attention block, the lenses,
+  // the FFN; returns the layer's output, none where an op's inputs are missing.
+  Value layer(int l, const Value& xi) {
+    auto name = [l](LayerTensor t) { return trace_name(l, t); };
+    const SimulatedLayer& L = m_.simulated_layers[size_t(l)];
+    const int64_t T = T_, D = D_, H = H_, Dh = Dh_;
     Value q, k, v;
     if (xi) {
       q = finish(name(LT::query), per_head(linear_raw(*xi, L.query)), true);
@@ -554,42 +576,48 @@ Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
       context = finish(name(LT::context), product_raw(*ai, *vi).transpose(0, 1).reshape({T, D}), true);
     const Value ci = input(name(LT::context), context, {T, D}, true);
     if (all({&ci, &xi}))
-      attention = finish_norm(name(LT::attention_output), op(arith(linear(*ci, L.attention_out)) + arith(*xi)), L.ln1_g, L.ln1_b);
-
-    if (vi) {
-      const Value value_norm = finish(name(LT::value_norm), torch::linalg::vector_norm(arith(*vi), 2, {-1}, false, {}), false);
-      const auto fx = product(*vi, L.lens_wo.view({D, H, Dh}).permute({1, 2, 0}));  // [H, T, D]
-      const Value transformed_norm =
-          finish(name(LT::transformed_norm), torch::linalg::vector_norm(arith(fx), 2, {-1}, false, {}), false);
-      const Value value_norm_i = input(name(LT::value_norm), value_norm, {H, T}, false),
-                  transformed_norm_i = input(name(LT::transformed_norm), transformed_norm, {H, T}, false);
-      if (all({&ai, &value_norm_i}))
-        finish(name(LT::lens_value_norm), arith(*ai) * arith(value_norm_i->unsqueeze(1)), false);
-      if (all({&ai, &transformed_norm_i}))
-        finish(name(LT::lens_transformed_norm), arith(*ai) * arith(transformed_norm_i->unsqueeze(1)), false);
-      if (ai) {
-        const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));  // as run() blocks it
-        std::vector<torch::Tensor> summed;
-        const auto fx_in = arith(product_input(fx));
-        for (int64_t i = 0; i < T; i += block)
-          summed.push_back(back(torch::linalg::vector_norm(
-              arith(op(torch::einsum("hij,hjd->ijd",
-                                     {arith(product_input(ai->slice(1, i, std::min(T, i + block)))), fx_in}))),
-              2, {-1}, false, {})));
-        finish(name(LT::lens_summed_transformed_norm), torch::cat(summed), false);
-      }
-    }
+      attention = finish_norm(name(LT::attention_output), op(arith(linear(*ci, L.attention_out)) + arith(*xi)),
+                              L.ln1_g, L.ln1_b);
+    if (vi) lenses(l, L, *vi, ai);
 
     const Value attention_i = input(name(LT::attention_output), attention, {T, D}, true);
     Value inter;
     if (attention_i) inter = finish(name(LT::intermediate), activation(linear(*attention_i, L.intermediate)), false);
-    const Value inter_i = input(name(LT::intermediate), inter, {T, m.config.intermediate_size}, false);
-    x = std::nullopt;
-    if (all({&inter_i, &attention_i}))
-      x = finish_norm(name(LT::output), op(arith(linear(*inter_i, L.output)) + arith(*attention_i)), L.ln2_g, L.ln2_b);
-    x_name = name(LT::output);
+    const Value inter_i = input(name(LT::intermediate), inter, {T, m_.config.intermediate_size}, false);
+    if (!all({&inter_i, &attention_i})) return std::nullopt;
+    return finish_norm(name(LT::output), op(arith(linear(*inter_i, L.output)) + arith(*attention_i)), L.ln2_g,
+                       L.ln2_b);
   }
-  return trace;
+
+  // Kobayashi et al. 2020's norms and lenses of layer l, from its values vi and probabilities ai.
+  void lenses(int l, const SimulatedLayer& L, const torch::Tensor& vi, const Value& ai) {
+    auto name = [l](LayerTensor t) { return trace_name(l, t); };
+    const int64_t T = T_, D = D_, H = H_, Dh = Dh_;
+    const Value value_norm =
+        finish(name(LT::value_norm), torch::linalg::vector_norm(arith(vi), 2, {-1}, false, {}), false);
+    const auto fx = product(vi, L.lens_wo.view({D, H, Dh}).permute({1, 2, 0}));  // [H, T, D]
+    const Value transformed_norm =
+        finish(name(LT::transformed_norm), torch::linalg::vector_norm(arith(fx), 2, {-1}, false, {}), false);
+    const Value value_norm_i = input(name(LT::value_norm), value_norm, {H, T}, false),
+                transformed_norm_i = input(name(LT::transformed_norm), transformed_norm, {H, T}, false);
+    if (all({&ai, &value_norm_i}))
+      finish(name(LT::lens_value_norm), arith(*ai) * arith(value_norm_i->unsqueeze(1)), false);
+    if (all({&ai, &transformed_norm_i}))
+      finish(name(LT::lens_transformed_norm), arith(*ai) * arith(transformed_norm_i->unsqueeze(1)), false);
+    if (!ai) return;
+    const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));  // as run() blocks it
+    std::vector<torch::Tensor> summed;
+    const auto fx_in = arith(product_input(fx));
+    for (int64_t i = 0; i < T; i += block)
+      summed.push_back(back(torch::linalg::vector_norm(
+          arith(op(torch::einsum("hij,hjd->ijd", {arith(product_input(ai->slice(1, i, std::min(T, i + block)))), fx_in}))),
+          2, {-1}, false, {})));
+    finish(name(LT::lens_summed_transformed_norm), torch::cat(summed), false);
+  }
+};
+
+Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
+  return SimulatedPass(*impl_, enc, local).run();
 }
 
 std::string Oracle::backend() {

@@ -73,6 +73,7 @@ class Oracle {
     Trace* unstored;     // when set, receives each recorded result before the scheme stores it
   };
   Trace run_simulated(const Encoding& encoding, const Local* local) const;
+  class SimulatedPass;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
