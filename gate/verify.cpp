@@ -246,6 +246,10 @@ void conclude(VerifyResult& r, const Judge& judge, const VerifyOptions& options,
 
 }  // namespace
 
+// A candidate's traces are held until they are judged: runs of at most this many sentences bound what a
+// long sentence file holds at once (one BERT-base trace of 128 tokens is some 170 MB).
+constexpr size_t kSentencesPerRun = 16;
+
 VerifyResult verify(const Checkpoint& ck, const Candidate& candidate, const std::vector<Sentence>& sentences,
                     const std::filesystem::path& sentences_file, const Tolerances& tolerances,
                     const VerifyOptions& options) {
@@ -254,19 +258,27 @@ VerifyResult verify(const Checkpoint& ck, const Candidate& candidate, const std:
   const size_t max_tokens = static_cast<size_t>(ck.config.max_position_embeddings);
   std::vector<Encoding> encodings;  // all sentences are checked before any is run
   for (const Sentence& s : sentences) encodings.push_back(encode_sentence(tokenizer, s, max_tokens, sentences_file));
-  const CandidateRun run = candidate.run(ck, encodings, {}, options.threads);
-  if (run.traces.size() != encodings.size())
-    throw InputError(candidate.name, fmt::format("{} traces for {} sentences", run.traces.size(), encodings.size()));
-  r.notes.insert(r.notes.end(), run.notes.begin(), run.notes.end());
   const Judge judge(ck, tolerances, options.rule, options.arithmetic.value_or(candidate.arithmetic));
   r.sentences.resize(sentences.size());
-  parallel_for(sentences.size(), options.threads, [&](size_t i) {
-    SentenceVerdict& v = r.sentences[i];
-    v.sentence = sentences[i];
-    v.tokens = encodings[i].tokens;
-    judge_sentence(judge, options, ck.config, v, run.traces[i], encodings[i]);
-  });
-  conclude(r, judge, options, run.label);
+  std::string label = candidate.name;
+  for (size_t first = 0; first < encodings.size(); first += kSentencesPerRun) {
+    const std::vector<Encoding> part(encodings.begin() + first,
+                                     encodings.begin() + std::min(encodings.size(), first + kSentencesPerRun));
+    const CandidateRun run = candidate.run(ck, part, {}, options.threads);
+    if (run.traces.size() != part.size())
+      throw InputError(candidate.name, fmt::format("{} traces for {} sentences", run.traces.size(), part.size()));
+    if (first == 0) {  // what ran, as its first run says
+      label = run.label;
+      r.notes.insert(r.notes.end(), run.notes.begin(), run.notes.end());
+    }
+    parallel_for(part.size(), options.threads, [&](size_t i) {
+      SentenceVerdict& v = r.sentences[first + i];
+      v.sentence = sentences[first + i];
+      v.tokens = part[i].tokens;
+      judge_sentence(judge, options, ck.config, v, run.traces[i], part[i]);
+    });
+  }
+  conclude(r, judge, options, label);
   return r;
 }
 

@@ -90,9 +90,10 @@ struct VerifyOptions {
   const Instrument* instrument = nullptr;
 };
 
-// Judges a candidate on every sentence: it runs them all (a subprocess may run them at once), then each
-// trace is judged tensor by tensor under the scheme options.arithmetic names, or else the candidate
-// declares; and what the instrument shows, where options ask for it.
+// Judges a candidate on every sentence: it runs them 16 at a time (a subprocess may run each such run at
+// once), then each trace is judged tensor by tensor under the scheme options.arithmetic names, or else the
+// candidate declares; and what the instrument shows, where options ask for it. The reports' notes are its
+// first run's.
 VerifyResult verify(const Checkpoint& checkpoint, const Candidate& candidate, const std::vector<Sentence>& sentences,
                     const std::filesystem::path& sentences_file, const Tolerances& tolerances,
                     const VerifyOptions& options);

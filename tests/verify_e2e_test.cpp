@@ -184,3 +184,33 @@ TEST(VerifyEndToEnd, BadInputExitsWithTwoAndNamesTheFile) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("unknown.yaml: line 3: unknown key \"txt\""), std::string::npos) << r.output;
 }
+
+// verify runs a candidate on at most 16 sentences at a time, so that a long sentence file never holds
+// every trace at once; every sentence is still judged, in the file's order.
+TEST(VerifyEndToEnd, ALongSentenceFileRunsInPartsAndIsJudgedWhole) {
+  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  std::vector<Sentence> sentences = load_sentences(sentences_file);
+  for (size_t i = 0; sentences.size() < 20; ++i) {
+    Sentence again = sentences[i];
+    again.id += "-again";
+    sentences.push_back(again);
+  }
+  const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  std::vector<size_t> runs;
+  Candidate counted = runtime_candidate();
+  counted.run = [&runs, runtime = runtime_candidate()](const Checkpoint& ck, const std::vector<Encoding>& inputs,
+                                                       runtime::Injected fault, unsigned threads) {
+    runs.push_back(inputs.size());
+    return runtime.run(ck, inputs, fault, threads);
+  };
+  const Checkpoint tiny = load_checkpoint(test::fixture("tiny-prefixed"));  // 2 layers: the parts are the point
+  const VerifyResult r = verify(tiny, counted, sentences, sentences_file, tol, {.threads = 2});
+  EXPECT_EQ(runs, (std::vector<size_t>{16, 4}));
+  ASSERT_EQ(r.sentences.size(), 20u);
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    EXPECT_EQ(r.sentences[i].sentence.id, sentences[i].id);
+    EXPECT_FALSE(r.sentences[i].gate.tensors.empty()) << sentences[i].id;
+  }
+  EXPECT_EQ(r.gate.candidate, "runtime fp32");
+  EXPECT_TRUE(r.pass());
+}
