@@ -76,14 +76,13 @@ void add(DisplayRow& row, DisplayItem item) {
 // be opened; that matters only where it would print another row. An exact tie in the truth is decided by
 // the rule's tie-break, which the candidate must follow.
 void compare_head(const HeadRowSets& r, const HeadRule& rule, int heads, int word, const DisplaySpec& spec,
-                  size_t ht, size_t hc, DisplayRow& row) {
+                  size_t ht, size_t hc, const PrintedRow& pt, DisplayRow& row) {
   if (rule.kind == HeadRule::Kind::fixed) return;
   const std::vector<WordRow>& t = r.truth;
   double error = 0;
   for (const auto& bench : r.benchmarks)
     for (size_t i = 0; i < t.size(); ++i) error = std::max(error, std::fabs(rule.score(bench[i]) - rule.score(t[i])));
   auto gap = [&](size_t i) { return rule.score(t[ht]) - rule.score(t[i]); };
-  const PrintedRow pt = printed_row(t[ht], word, spec);
   double margin = INFINITY;  // to the nearest head that would print another row
   for (size_t i = 0; i < t.size(); ++i)
     if (i != ht && gap(i) > 0 && gap(i) < margin && printed_row(t[i], word, spec) != pt) margin = gap(i);
@@ -197,9 +196,10 @@ std::vector<DisplayRow> compare_display(const Instrument& instrument, const std:
       } else {
         const HeadRowSets sets{truth_rows.rows, candidate_rows.rows, b};
         const size_t ht = opened_head(sets.truth, rule, heads), hc = opened_head(sets.candidate, rule, heads);
-        compare_head(sets, rule, heads, word, spec, ht, hc, row);
+        const PrintedRow pt = printed_row(sets.truth[ht], word, spec);
+        compare_head(sets, rule, heads, word, spec, ht, hc, pt, row);
         if (hc == ht) {  // another head's numbers are another row: nothing more to compare
-          const PrintedRow pt = printed_row(sets.truth[ht], word, spec), pc = printed_row(sets.candidate[ht], word, spec);
+          const PrintedRow pc = printed_row(sets.candidate[ht], word, spec);
           compare_sink(sets, ht, pt, pc, spec, row);
           compare_targets(sets, ht, word, pt, pc, spec, word_text, row);
         }
