@@ -306,7 +306,7 @@ AuditShard AuditShard::parse(const std::string& text) {
 }
 
 AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard shard, unsigned threads,
-                         RowFault row_fault, const AuditProgress& progress) {
+                         const RowEdit& row_edit, const AuditProgress& progress) {
   // The executable's own hash names the build: shards from two builds of the same commit may differ.
   static const std::string build_sha256 = sha256_file("/proc/self/exe");
   AuditPartial p(plan);
@@ -357,7 +357,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
       for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
         AuditRow row{s.id, w, enc.words, {}, ordinals[i]};
         for (Lens lens : plan.lenses)
-          row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H, row_fault));
+          row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H, row_edit));
         rows[i].push_back(std::move(row));
       }
       const size_t T = enc.ids.size();
@@ -481,9 +481,9 @@ AuditResult merge_audit(const StudyPlan& plan, std::vector<AuditPartial> partial
   return merge.finish();
 }
 
-AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned threads, RowFault row_fault,
+AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned threads, const RowEdit& row_edit,
                       const AuditProgress& progress) {
-  return merge_audit(plan, {audit_shard(plan, ck, AuditShard{}, threads, row_fault, progress)});
+  return merge_audit(plan, {audit_shard(plan, ck, AuditShard{}, threads, row_edit, progress)});
 }
 
 }  // namespace lenscheck

@@ -200,9 +200,9 @@ struct AuditPartial {
 };
 
 // Streams the shard's sentences through the runtime a batch at a time, so memory stays flat in the
-// number of sentences. `row_fault` is for `lenscheck mutate` only.
+// number of sentences. `row_edit` is for `lenscheck mutate` only.
 AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& checkpoint, AuditShard shard,
-                         unsigned threads = 1, RowFault row_fault = RowFault::none,
+                         unsigned threads = 1, const RowEdit& row_edit = {},
                          const AuditProgress& progress = {});
 
 // Merges the partials of every shard, one at a time, into the result a single run gives: it holds
@@ -230,7 +230,7 @@ AuditResult merge_audit(const StudyPlan& plan, std::vector<AuditPartial> partial
 
 // The whole plan as one shard: merge_audit of audit_shard 0/1.
 AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint, unsigned threads = 1,
-                      RowFault row_fault = RowFault::none, const AuditProgress& progress = {});
+                      const RowEdit& row_edit = {}, const AuditProgress& progress = {});
 
 // The verdict logic alone, over rows already in result.rows (tests feed hand-made rows).
 void summarise_audit(AuditResult& result);

@@ -53,10 +53,10 @@ Command add_audit(CLI::App& app, const Shared& shared) {
               }
             };
             if (o->partial.empty())
-              return report_audit(run_audit(plan, ck, shared.threads, RowFault::none, progress),
+              return report_audit(run_audit(plan, ck, shared.threads, {}, progress),
                                   report_folder(o->out, plan));
             const AuditShard k = AuditShard::parse(o->shard);
-            const AuditPartial p = audit_shard(plan, ck, k, shared.threads, RowFault::none, progress);
+            const AuditPartial p = audit_shard(plan, ck, k, shared.threads, {}, progress);
             write_partial(p, o->partial);
             fmt::print("audit: shard {} ({} of {} sentences) wrote {}\n", k.label(), p.sentences, p.corpus_sentences,
                        o->partial);

@@ -41,7 +41,7 @@ Command add_trace(CLI::App& app, const Shared& shared) {
               throw InputError("--precision", "the runtime computes in fp32 only");
             const Trace t =
                 o->impl == "runtime"
-                    ? runtime::Encoder(ck.config, ck.weights, {}, split_cores(1, shared.threads).inside).forward(enc)
+                    ? runtime::Encoder(ck.config, ck.weights, split_cores(1, shared.threads).inside).forward(enc)
                 : o->precision == "fp64"
                     ? oracle::Oracle(ck.config, ck.weights, oracle::Precision::fp64).forward(enc)
                     : oracle::Oracle::computing_in(ck.config, ck.weights, parse_arithmetic(o->precision, "--precision"))

@@ -75,8 +75,22 @@ Checkpoint in_memory(const BertConfig& config, BertWeights weights, const std::s
 // travels beside the checkpoint as it is).
 struct Mutant {
   std::optional<Checkpoint> checkpoint;
-  runtime::Injected injected;
+  std::optional<runtime::Stages> stages;
 };
+
+// The shipped stages, but the last layer's head 0 probabilities times (1 + delta).
+runtime::Stages last_layer_probs_scaled(double delta) {
+  const float factor = 1.0f + static_cast<float>(delta);
+  const auto scaled = runtime::attend_with([factor](const runtime::Pass& p, const runtime::LayerOf&, float* probs) {
+    runtime::softmax_rows(probs, p.H * p.T, p.T, p.workers);
+    for (size_t e = 0; e < p.T * p.T; ++e) probs[e] *= factor;  // head 0's rows
+  });
+  runtime::Stages s = runtime::shipped_stages();
+  s.attend = [shipped = s.attend, scaled](const runtime::Pass& p, const runtime::LayerOf& l, auto... buffers) {
+    (l.index + 1 == l.count ? scaled : shipped)(p, l, buffers...);
+  };
+  return s;
+}
 
 Mutant mutant_of(const Checkpoint& ck, GradedFault fault, double delta) {
   Mutant m;
@@ -96,7 +110,7 @@ Mutant mutant_of(const Checkpoint& ck, GradedFault fault, double delta) {
       break;
     }
     case GradedFault::layer_norm_eps: m.checkpoint->config.layer_norm_eps += delta; break;
-    case GradedFault::probs_scaled: m.injected = {runtime::Fault::last_layer_probs_scaled, delta}; break;
+    case GradedFault::probs_scaled: m.stages = last_layer_probs_scaled(delta); break;
   }
   return m;
 }
@@ -241,11 +255,11 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     // until one fails.
     std::vector<GradedFault> faults;
     for (GradedFault g : graded_faults())
-      if (o.candidate.has_fault_seam || !is_runtime_fault(g)) faults.push_back(g);
+      if (o.candidate.replaceable_stages || !is_runtime_fault(g)) faults.push_back(g);
     std::vector<std::pair<bool, double>> outcomes(faults.size() * o.deltas.size());
     parallel_for(outcomes.size(), o.threads, [&](size_t i) {
       const Mutant m = mutant_of(ck, faults[i / o.deltas.size()], o.deltas[i % o.deltas.size()]);
-      const std::vector<Trace> traces = o.candidate.run(m.checkpoint ? *m.checkpoint : ck, encodings, m.injected, 1).traces;
+      const std::vector<Trace> traces = o.candidate.run(m.checkpoint ? *m.checkpoint : ck, encodings, m.stages ? &*m.stages : nullptr, 1).traces;
       double largest = 0;
       for (size_t s = 0; s < encodings.size(); ++s) {
         const TraceComparison c = judge.judge(traces[s], refs[s]);

@@ -17,7 +17,6 @@
 #include "model/arithmetic.h"
 #include "model/checkpoint.h"
 #include "model/tokenizer.h"
-#include "runtime/faults.h"
 
 namespace lenscheck {
 

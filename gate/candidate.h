@@ -10,7 +10,7 @@
 #include "model/arithmetic.h"
 #include "model/checkpoint.h"
 #include "model/trace.h"
-#include "runtime/faults.h"
+#include "runtime/stages.h"
 
 namespace lenscheck {
 
@@ -25,14 +25,15 @@ struct CandidateRun {
 struct Candidate {
   std::string name = "runtime";              // as the command line names it
   Arithmetic arithmetic = Arithmetic::fp32;  // the scheme it declares: its benchmark computes in it
-  bool has_fault_seam = false;               // runtime::Fault reaches it (weight and config faults always do)
-  // Its traces of `checkpoint` on every input, `threads` inputs at a time.
+  bool replaceable_stages = false;           // runtime::Stages reach it (weight and config faults reach all)
+  // Its traces of `checkpoint` on every input, `threads` inputs at a time; `stages`, where not null,
+  // replace the shipped ones (a fault; only for a candidate with replaceable_stages).
   std::function<CandidateRun(const Checkpoint& checkpoint, const std::vector<Encoding>& inputs,
-                             runtime::Injected fault, unsigned threads)>
+                             const runtime::Stages* stages, unsigned threads)>
       run;
 };
 
-// lenscheck's runtime, fp32, with its fault seam.
+// lenscheck's runtime, fp32, its stages replaceable.
 Candidate runtime_candidate();
 
 }  // namespace lenscheck

@@ -99,7 +99,7 @@ WordLayout WordLayout::of(const Trace& trace) {
   return l;
 }
 
-WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int word, RowFault fault) {
+WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int word, const RowEdit& edit) {
   const size_t T = static_cast<size_t>(w.shape.at(1));
   const double* base = w.values.data() + static_cast<size_t>(head.head) * T * T;
   const std::vector<size_t>& queries = layout.words.at(static_cast<size_t>(word));
@@ -115,20 +115,14 @@ WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int wo
   r.cls = row[layout.cls];
   r.sep = row[layout.sep];
   r.content.assign(layout.words.size(), 0.0);
-  for (size_t target = 0; target < layout.words.size(); ++target) {
+  for (size_t target = 0; target < layout.words.size(); ++target)
     for (size_t k : layout.words[target]) r.content[target] += row[k];
-    if (fault == RowFault::subword_columns_averaged)
-      r.content[target] /= static_cast<double>(layout.words[target].size());
-  }
-  if (fault == RowFault::sep_as_content) {
-    r.content.back() += r.sep;
-    r.sep = 0;
-  }
+  if (edit) edit(layout, r);
   return r;
 }
 
 std::vector<WordRow> head_rows(const Trace& trace, const WordLayout& layout, Lens lens, int word, int layers,
-                               int heads, RowFault fault) {
+                               int heads, const RowEdit& edit) {
   const auto tokens = static_cast<int64_t>(trace.input_ids.size());
   std::vector<WordRow> rows;
   for (int l = 0; l < layers; ++l) {
@@ -136,7 +130,7 @@ std::vector<WordRow> head_rows(const Trace& trace, const WordLayout& layout, Len
     const Tensor* w = trace.find(name);
     if (!w) throw std::invalid_argument(name + " is missing");
     if (w->shape != std::vector<int64_t>{heads, tokens, tokens}) throw std::invalid_argument(name + " is not [heads, T, T]");
-    for (int h = 0; h < heads; ++h) rows.push_back(word_row(layout, *w, {l, h}, word, fault));
+    for (int h = 0; h < heads; ++h) rows.push_back(word_row(layout, *w, {l, h}, word, edit));
   }
   return rows;
 }
@@ -155,8 +149,8 @@ size_t opened_head(const std::vector<WordRow>& rows, const HeadRule& rule, int h
 }
 
 WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, int word,
-                       const HeadRule& rule, int layers, int heads, RowFault fault) {
-  std::vector<WordRow> rows = head_rows(trace, layout, lens, word, layers, heads, fault);
+                       const HeadRule& rule, int layers, int heads, const RowEdit& edit) {
+  std::vector<WordRow> rows = head_rows(trace, layout, lens, word, layers, heads, edit);
   return std::move(rows[opened_head(rows, rule, heads)]);
 }
 

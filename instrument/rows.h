@@ -2,6 +2,7 @@
 // Rows as the instrument shows them: one row per word (not per subword), for the head it opens.
 // A word's row is the mean of its subword rows; a target word's weight is the sum of its subword
 // columns (Clark et al. 2019). [CLS] and [SEP] are the sink.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,21 +56,18 @@ struct WordLayout {
   static WordLayout of(const Trace& trace);
 };
 
-// The rows' mutation point (see runtime/faults.h): RowFault::none is the shipped path.
-enum class RowFault {
-  none,
-  sep_as_content,            // [SEP] counted as a content word, not as sink
-  subword_columns_averaged,  // a target word's weight is the mean of its subword columns, not the sum
-};
+// A change made to every row once computed: a mutation case's (mutations/cases/); the shipped rows
+// take none.
+using RowEdit = std::function<void(const WordLayout& layout, WordRow& row)>;
 
 // The row of `word` under one head of a lens weight tensor [H, T, T].
 WordRow word_row(const WordLayout& layout, const Tensor& lens_weights, HeadRef head, int word,
-                 RowFault fault = RowFault::none);
+                 const RowEdit& edit = {});
 
 // The rows of `word` under every layer x head of a lens, layer-major. Throws std::invalid_argument where
 // the trace cannot give them (a lens tensor missing or not [heads, T, T]).
 std::vector<WordRow> head_rows(const Trace& trace, const WordLayout& layout, Lens lens, int word, int layers,
-                               int heads, RowFault fault = RowFault::none);
+                               int heads, const RowEdit& edit = {});
 
 // The head a rule opens among one word's head_rows: the largest score, ties to the lowest layer, then the
 // lowest head, so selection is deterministic; the fixed head for Kind::fixed. Its index in `rows`.
@@ -78,6 +76,6 @@ size_t opened_head(const std::vector<WordRow>& rows, const HeadRule& rule, int h
 
 // The row the instrument shows: the head the rule opens, among every layer x head of the trace.
 WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, int word,
-                       const HeadRule& rule, int layers, int heads, RowFault fault = RowFault::none);
+                       const HeadRule& rule, int layers, int heads, const RowEdit& edit = {});
 
 }  // namespace lenscheck

@@ -62,9 +62,11 @@ Outcome gate(const Context& ctx, const std::function<Trace(const SentenceRun&)>&
                       ctx.runs.size(), 100 * closest, closest_at)};
 }
 
-std::function<Outcome(const Context&)> runtime_fault(runtime::Fault fault) {
-  return [fault](const Context& ctx) {
-    const runtime::Encoder mutant(ctx.checkpoint.config, ctx.checkpoint.weights, {fault});
+std::function<Outcome(const Context&)> runtime_fault(std::function<void(Stages&)> replace) {
+  return [replace](const Context& ctx) {
+    Stages stages = runtime::shipped_stages();
+    replace(stages);
+    const runtime::Encoder mutant(ctx.checkpoint.config, ctx.checkpoint.weights, 1, std::move(stages));
     return gate(ctx, [&](const SentenceRun& run) { return mutant.forward(run.encoding); });
   };
 }
@@ -78,10 +80,10 @@ std::function<Outcome(const Context&)> weights_fault(std::function<void(BertWeig
   };
 }
 
-std::function<Outcome(const Context&)> row_fault(RowFault fault) {
-  return [fault](const Context& ctx) {
+std::function<Outcome(const Context&)> row_fault(RowEdit edit) {
+  return [edit](const Context& ctx) {
     if (!ctx.plan.recorded) return Outcome{false, "", "the plan records no numbers to check the rows against"};
-    const AuditResult r = run_audit(ctx.plan, ctx.plan_checkpoint, 1, fault);
+    const AuditResult r = run_audit(ctx.plan, ctx.plan_checkpoint, 1, edit);
     for (const RecordedCheck& c : r.recorded)
       if (!c.problem.empty())
         return Outcome{true, fmt::format("recorded {} {} ({})", c.number.sentence, c.number.word, lens_name(c.number.lens)),

@@ -11,8 +11,9 @@
 #include "gate/verify.h"
 #include "model/checkpoint.h"
 #include "model/trace.h"
-#include "runtime/faults.h"
 #include "instrument/rows.h"
+#include "runtime/kernels.h"
+#include "runtime/stages.h"
 
 namespace lenscheck::mutation {
 
@@ -78,12 +79,16 @@ struct Registrar {
 EquivalenceCondition always_equivalent(std::string because);
 // Equivalent where `holds` on the model, else ordinary; `what` says what was checked.
 EquivalenceCondition equivalent_where(std::string what, std::function<bool(const Context&)> holds);
-// The runtime with `fault` injected, compared tensor by tensor with the oracle on every sentence.
-std::function<Outcome(const Context&)> runtime_fault(runtime::Fault fault);
+// The runtime with the stages `replace` changes (from the shipped ones), compared tensor by tensor
+// with the oracle on every sentence.
+using runtime::LayerOf;
+using runtime::Pass;
+using runtime::Stages;
+std::function<Outcome(const Context&)> runtime_fault(std::function<void(Stages&)> replace);
 // The runtime on weights changed by `edit` (the oracle keeps the checkpoint's).
 std::function<Outcome(const Context&)> weights_fault(std::function<void(BertWeights&)> edit);
-// The rows computed with `fault`, checked against the plan's recorded numbers.
-std::function<Outcome(const Context&)> row_fault(RowFault fault);
+// The rows changed by `edit` once computed, checked against the plan's recorded numbers.
+std::function<Outcome(const Context&)> row_fault(RowEdit edit);
 // Compares a mutated runtime trace per sentence with the oracle: the gate's verdict as an Outcome.
 Outcome gate(const Context& ctx, const std::function<Trace(const SentenceRun&)>& mutated_runtime);
 

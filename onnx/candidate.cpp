@@ -55,8 +55,8 @@ Candidate candidate(const CandidateSpec& spec) {
   c.name = spec.variant == Variant::fp32 ? "onnxruntime" : fmt::format("onnxruntime:{}", variant_name(spec.variant));
   c.arithmetic = declared_arithmetic(spec.variant);
   c.run = [spec, precision = arithmetic_name(c.arithmetic)](const Checkpoint& ck, const std::vector<Encoding>& inputs,
-                                                            runtime::Injected fault, unsigned) {
-    if (fault.fault != runtime::Fault::none) throw std::logic_error("ONNX Runtime has no runtime fault seam");
+                                                            const runtime::Stages* stages, unsigned) {
+    if (stages) throw std::logic_error("ONNX Runtime's stages cannot be replaced");
     const std::string label = label_of(spec);
     const onnxruntime::ScratchFolder scratch("the exported graph");
     const std::filesystem::path graph = scratch.path() / fmt::format("bert-{}-trace.onnx", variant_name(spec.variant));

@@ -340,7 +340,7 @@ RC_GTEST_PROP(EncoderProperties, TheTraceIsTheSameBitsOnEveryThreadCountAndInstr
        {runtime::InstructionSet::baseline, runtime::InstructionSet::avx2, runtime::InstructionSet::avx512}) {
     if (!runtime::instruction_set_supported(set)) continue;
     runtime::use_instruction_set(set);
-    const Trace many = runtime::Encoder(config, weights, {}, threads).forward(input);
+    const Trace many = runtime::Encoder(config, weights, threads).forward(input);
     runtime::use_instruction_set(chosen);
     RC_ASSERT(many.tensors.size() == one.tensors.size());
     for (size_t i = 0; i < one.tensors.size(); ++i)

@@ -463,7 +463,7 @@ TEST(AuditRun, ACorpusStreamsInBatchesCountsEveryRowAndShowsTheFirstSentences) {
   plan.recorded.reset();
 
   std::vector<std::pair<size_t, size_t>> progress;
-  const AuditResult one = run_audit(plan, planted(), 1, RowFault::none,
+  const AuditResult one = run_audit(plan, planted(), 1, {},
                                     [&](size_t done, size_t total) { progress.emplace_back(done, total); });
   EXPECT_EQ(one.sentences, n);
   ASSERT_FALSE(progress.empty());

@@ -19,8 +19,8 @@ TEST(Calibrate, JudgesEachCandidateUnderItsDeclaredArithmeticInOneReport) {
   CalibrationOptions int8 = fp32;
   int8.candidate.name = "simulated int8";
   int8.candidate.arithmetic = Arithmetic::int8;
-  int8.candidate.has_fault_seam = false;
-  int8.candidate.run = [](const Checkpoint& ck, const std::vector<Encoding>& inputs, runtime::Injected, unsigned) {
+  int8.candidate.replaceable_stages = false;
+  int8.candidate.run = [](const Checkpoint& ck, const std::vector<Encoding>& inputs, const runtime::Stages*, unsigned) {
     const oracle::Oracle simulated = oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::int8);
     CandidateRun r{{}, "libtorch int8 (simulated in fp64)", {}};
     for (const Encoding& e : inputs) r.traces.push_back(simulated.forward(e));

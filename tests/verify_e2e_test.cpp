@@ -199,9 +199,9 @@ TEST(VerifyEndToEnd, ALongSentenceFileRunsInPartsAndIsJudgedWhole) {
   std::vector<size_t> runs;
   Candidate counted = runtime_candidate();
   counted.run = [&runs, runtime = runtime_candidate()](const Checkpoint& ck, const std::vector<Encoding>& inputs,
-                                                       runtime::Injected fault, unsigned threads) {
+                                                       const runtime::Stages* stages, unsigned threads) {
     runs.push_back(inputs.size());
-    return runtime.run(ck, inputs, fault, threads);
+    return runtime.run(ck, inputs, stages, threads);
   };
   const Checkpoint tiny = load_checkpoint(test::fixture("tiny-prefixed"));  // 2 layers: the parts are the point
   const VerifyResult r = verify(tiny, counted, sentences, sentences_file, tol, {.threads = 2});

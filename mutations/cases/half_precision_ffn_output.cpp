@@ -31,6 +31,17 @@ LENSCHECK_MUTATION({.name = "half-precision-ffn-output",
                         "every FFN output the same over the hidden axis (identical rows of W_out, constant "
                         "b_out), which the next LayerNorm removes",
                         constant_ffn_outputs),
-                    .run = runtime_fault(runtime::Fault::half_precision_ffn_output)});
+                    .run = runtime_fault([](Stages& s) {
+                      s.ffn_output = [](const Pass& p, const LayerOf& l, const float* intermediate, float* out) {
+                        const float *w = l.w.output_w.values.data(), *b = l.w.output_b.values.data();  // w: [D, I]
+                        for (size_t r = 0; r < p.T; ++r)
+                          for (size_t o = 0; o < p.D; ++o) {
+                            _Float16 acc = static_cast<_Float16>(b[o]);
+                            for (size_t i = 0; i < p.I; ++i)
+                              acc = static_cast<_Float16>(float(acc) + intermediate[r * p.I + i] * w[o * p.I + i]);
+                            out[r * p.D + o] = float(acc);
+                          }
+                      };
+                    })});
 
 }  // namespace lenscheck::mutation

@@ -24,6 +24,12 @@ LENSCHECK_MUTATION({.name = "layer-norm-without-gamma",
                                                                return all_ones(l.attention_ln_g) && all_ones(l.output_ln_g);
                                                              });
                                                     }),
-                    .run = runtime_fault(runtime::Fault::layer_norm_without_gamma)});
+                    .run = runtime_fault([](Stages& s) {
+                      s.layer_norm = [shipped = s.layer_norm](const Pass& p, float* x, const Param&, const Param& bias) {
+                        Param ones;
+                        ones.values.assign(p.D, 1.0f);
+                        shipped(p, x, ones, bias);
+                      };
+                    })});
 
 }  // namespace lenscheck::mutation

@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <vector>
 
 #include "mutations/mutation.h"
 
@@ -20,6 +22,17 @@ LENSCHECK_MUTATION({.name = "position-ids-shifted",
                             if (std::memcmp(&p.values[t * D], &p.values[(t + 1) * D], D * sizeof(float)) != 0) return false;
                           return T < rows;
                         }),
-                    .run = runtime_fault(runtime::Fault::position_ids_shifted)});
+                    .run = runtime_fault([](Stages& s) {
+                      s.embed = [](const Pass& p, const std::vector<int64_t>& ids, float* x) {
+                        if (p.T + 1 > size_t(p.config.max_position_embeddings))
+                          throw std::invalid_argument("sequence length outside 1..max_position_embeddings - 1");
+                        const float* type0 = p.weights.token_type_embeddings.values.data();
+                        for (size_t tok = 0; tok < p.T; ++tok) {
+                          const float* word = p.weights.word_embeddings.values.data() + size_t(ids[tok]) * p.D;
+                          const float* pos = p.weights.position_embeddings.values.data() + (tok + 1) * p.D;
+                          for (size_t k = 0; k < p.D; ++k) x[tok * p.D + k] = word[k] + pos[k] + type0[k];
+                        }
+                      };
+                    })});
 
 }  // namespace lenscheck::mutation

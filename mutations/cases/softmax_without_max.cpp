@@ -56,6 +56,16 @@ LENSCHECK_MUTATION({.name = "softmax-without-max",
                     .description = "softmax without subtracting the row maximum",
                     .kind = Kind::implementation,
                     .equivalence = scores_within_exp_range,
-                    .run = runtime_fault(runtime::Fault::softmax_without_max)});
+                    .run = runtime_fault([](Stages& s) {
+                      s.attend = runtime::attend_with([](const Pass& p, const LayerOf&, float* scores) {
+                        const size_t rows = p.H * p.T, T = p.T;
+                        for (size_t e = 0; e < rows * T; ++e) scores[e] = std::exp(scores[e]);
+                        for (size_t r = 0; r < rows; ++r) {
+                          float sum = 0;
+                          for (size_t c = 0; c < T; ++c) sum += scores[r * T + c];
+                          for (size_t c = 0; c < T; ++c) scores[r * T + c] /= sum;
+                        }
+                      });
+                    })});
 
 }  // namespace lenscheck::mutation

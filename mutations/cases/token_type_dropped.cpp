@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <vector>
 
 #include "mutations/mutation.h"
 
@@ -15,6 +16,14 @@ LENSCHECK_MUTATION({.name = "token-type-dropped",
                                                       return std::all_of(row, row + ctx.checkpoint.config.hidden_size,
                                                                          [](float x) { return x == 0.0f; });
                                                     }),
-                    .run = runtime_fault(runtime::Fault::token_type_dropped)});
+                    .run = runtime_fault([](Stages& s) {
+                      s.embed = [](const Pass& p, const std::vector<int64_t>& ids, float* x) {
+                        for (size_t tok = 0; tok < p.T; ++tok) {
+                          const float* word = p.weights.word_embeddings.values.data() + size_t(ids[tok]) * p.D;
+                          const float* pos = p.weights.position_embeddings.values.data() + tok * p.D;
+                          for (size_t k = 0; k < p.D; ++k) x[tok * p.D + k] = word[k] + pos[k];
+                        }
+                      };
+                    })});
 
 }  // namespace lenscheck::mutation
