@@ -1,8 +1,11 @@
 #pragma once
 // What the gate judges: an implementation that computes a checkpoint's traces, under the scheme it
 // declares. verify and calibrate take any candidate: lenscheck's runtime (runtime_candidate), ONNX
-// Runtime on lenscheck's export (onnx/candidate.h), ...
+// Runtime on lenscheck's export (onnx/candidate.h), traces another implementation wrote
+// (reference_traces).
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,5 +38,20 @@ struct Candidate {
 
 // lenscheck's runtime, fp32, its stages replaceable.
 Candidate runtime_candidate();
+
+// Traces another implementation wrote, as a candidate that brings its own inputs: one trace file, or a
+// directory whose *.safetensors are taken in name order, one sentence each, on its input ids. It
+// declares what the traces' "precision" metadata says, all alike (fp64 counts as fp32), unless
+// `declared` says it for them. Bad input (no trace, a trace too long for the model, precisions that
+// differ, two traces of the same input ids) is an InputError naming the file.
+struct ReferenceTraces {
+  Candidate candidate;
+  std::vector<Sentence> sentences;  // named by their files
+  std::vector<Encoding> inputs;     // each trace's input ids, tokens and word ids
+  std::vector<std::string> notes;   // what loading them found (a precision read loosely)
+  std::optional<std::filesystem::path> without_words;  // the first trace without word ids: no display verdict
+};
+ReferenceTraces reference_traces(const Checkpoint& checkpoint, const std::filesystem::path& reference,
+                                 std::optional<Arithmetic> declared);
 
 }  // namespace lenscheck

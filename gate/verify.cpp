@@ -244,27 +244,22 @@ void conclude(VerifyResult& r, const Judge& judge, const VerifyOptions& options,
   r.display = display_verdict(*options.instrument, std::move(rows), compared);
 }
 
-}  // namespace
-
 // A candidate's traces are held until they are judged: runs of at most this many sentences bound what a
 // long sentence file holds at once (one BERT-base trace of 128 tokens is some 170 MB).
 constexpr size_t kSentencesPerRun = 16;
 
-VerifyResult verify(const Checkpoint& ck, const Candidate& candidate, const std::vector<Sentence>& sentences,
-                    const std::filesystem::path& sentences_file, const Tolerances& tolerances,
-                    const VerifyOptions& options) {
-  VerifyResult r = header(ck, sentences_file, tolerances, options.rule);
-  const BertTokenizer tokenizer(ck.vocab);
-  const size_t max_tokens = static_cast<size_t>(ck.config.max_position_embeddings);
-  std::vector<Encoding> encodings;  // all sentences are checked before any is run
-  for (const Sentence& s : sentences) encodings.push_back(encode_sentence(tokenizer, s, max_tokens, sentences_file));
+// The one body of verify and verify_reference: the candidate run on `inputs` a part at a time, each
+// part judged before the next. `r` holds the header and any notes so far.
+VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candidate& candidate,
+                             const std::vector<Sentence>& sentences, const std::vector<Encoding>& inputs,
+                             const Tolerances& tolerances, const VerifyOptions& options) {
   const Judge judge(ck, tolerances, options.rule, options.arithmetic.value_or(candidate.arithmetic));
   r.sentences.resize(sentences.size());
   std::string label = candidate.name;
-  for (size_t first = 0; first < encodings.size(); first += kSentencesPerRun) {
-    const std::vector<Encoding> part(encodings.begin() + first,
-                                     encodings.begin() + std::min(encodings.size(), first + kSentencesPerRun));
-    const CandidateRun run = candidate.run(ck, part, {}, options.threads);
+  for (size_t first = 0; first < inputs.size(); first += kSentencesPerRun) {
+    const std::vector<Encoding> part(inputs.begin() + first,
+                                     inputs.begin() + std::min(inputs.size(), first + kSentencesPerRun));
+    const CandidateRun run = candidate.run(ck, part, nullptr, options.threads);
     if (run.traces.size() != part.size())
       throw InputError(candidate.name, fmt::format("{} traces for {} sentences", run.traces.size(), part.size()));
     if (first == 0) {  // what ran, as its first run says
@@ -282,64 +277,31 @@ VerifyResult verify(const Checkpoint& ck, const Candidate& candidate, const std:
   return r;
 }
 
+}  // namespace
+
+VerifyResult verify(const Checkpoint& ck, const Candidate& candidate, const std::vector<Sentence>& sentences,
+                    const std::filesystem::path& sentences_file, const Tolerances& tolerances,
+                    const VerifyOptions& options) {
+  const BertTokenizer tokenizer(ck.vocab);
+  const size_t max_tokens = static_cast<size_t>(ck.config.max_position_embeddings);
+  std::vector<Encoding> encodings;  // all sentences are checked before any is run
+  for (const Sentence& s : sentences) encodings.push_back(encode_sentence(tokenizer, s, max_tokens, sentences_file));
+  return judge_candidate(header(ck, sentences_file, tolerances, options.rule), ck, candidate, sentences, encodings,
+                         tolerances, options);
+}
+
 VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path& reference,
                               const Tolerances& tolerances, const VerifyOptions& options) {
-  const Rule rule = options.rule;
-  const std::optional<Arithmetic> declared = options.arithmetic;
-  VerifyResult r = header(ck, reference, tolerances, rule);
-  std::vector<std::filesystem::path> files;
-  if (std::filesystem::is_directory(reference)) {
-    for (const auto& entry : std::filesystem::directory_iterator(reference))
-      if (entry.path().extension() == ".safetensors") files.push_back(entry.path());
-    std::sort(files.begin(), files.end());
-    if (files.empty()) throw InputError(reference, "the directory holds no .safetensors trace");
-  } else {
-    files.push_back(reference);
+  VerifyResult r = header(ck, reference, tolerances, options.rule);
+  const ReferenceTraces traces = reference_traces(ck, reference, options.arithmetic);
+  r.notes.insert(r.notes.end(), traces.notes.begin(), traces.notes.end());
+  VerifyOptions judged = options;  // the display verdict reads the words
+  if (traces.without_words && judged.instrument) {
+    judged.instrument = nullptr;
+    r.notes.push_back(
+        fmt::format("no display verdict: {} has no word_ids in its __metadata__", traces.without_words->string()));
   }
-  std::vector<Trace> candidates;
-  for (const std::filesystem::path& file : files) {
-    candidates.push_back(load_trace(file, ck.vocab));
-    if (candidates.back().input_ids.size() > size_t(ck.config.max_position_embeddings))
-      throw InputError(file, fmt::format("input_ids has {} tokens, more than max_position_embeddings {}",
-                                         candidates.back().input_ids.size(), ck.config.max_position_embeddings));
-  }
-  // What the traces declare, unless the caller declares for them: all alike, or the verdict would mix rules.
-  Arithmetic arithmetic = declared.value_or(Arithmetic::fp32);
-  if (!declared)
-    for (size_t i = 0; i < files.size(); ++i) {
-      const std::string& p = candidates[i].precision;  // a trace that says nothing declares fp32
-      std::optional<std::string> note;
-      const Arithmetic a = declared_in_trace(p, files[i].string(), note);
-      if (note && std::find(r.notes.begin(), r.notes.end(), *note) == r.notes.end()) r.notes.push_back(*note);
-      if (i > 0 && a != arithmetic)
-        throw InputError(files[i], fmt::format("declares {}, {} declares {}: judge traces of one precision at a time "
-                                               "(or give --precision)", p, files[0].filename().string(),
-                                               arithmetic_name(arithmetic)));
-      arithmetic = a;
-    }
-  const Judge judge(ck, tolerances, rule, arithmetic);
-  // The display verdict reads the words: a trace without word ids gets the tensor verdict alone.
-  VerifyOptions judged = options;
-  for (size_t i = 0; i < files.size() && judged.instrument; ++i)
-    if (candidates[i].word_ids.empty()) {
-      judged.instrument = nullptr;
-      r.notes.push_back(fmt::format("no display verdict: {} has no word_ids in its __metadata__", files[i].string()));
-    }
-  std::string producer;
-  for (size_t i = 0; i < files.size(); ++i) {
-    const Trace& candidate = candidates[i];
-    if (producer.empty()) producer = candidate.producer.empty() ? "reference trace" : candidate.producer;
-    Encoding enc;
-    enc.ids = candidate.input_ids;
-    enc.tokens = candidate.tokens;
-    enc.word_ids = candidate.word_ids;
-    SentenceVerdict& v = r.sentences.emplace_back();
-    v.sentence = {files[i].filename().string(), "(input ids of the reference trace)", 0};
-    v.tokens = candidate.tokens;
-    judge_sentence(judge, judged, ck.config, v, candidate, enc);
-  }
-  conclude(r, judge, judged, producer);
-  return r;
+  return judge_candidate(std::move(r), ck, traces.candidate, traces.sentences, traces.inputs, tolerances, judged);
 }
 
 }  // namespace lenscheck

@@ -214,3 +214,26 @@ TEST(VerifyEndToEnd, ALongSentenceFileRunsInPartsAndIsJudgedWhole) {
   EXPECT_EQ(r.gate.candidate, "runtime fp32");
   EXPECT_TRUE(r.pass());
 }
+
+// A folder of reference traces is a candidate like any other, one sentence per file; two traces of one
+// sentence (say, two builds of the same runtime) are each judged as their own file, in name order.
+TEST(VerifyEndToEnd, ReferenceTracesOfOneSentenceAreEachJudgedAsTheirOwnFile) {
+  const Encoding enc = BertTokenizer(bert_mini().vocab).encode("The nurse handed the doctor the scissors.", 512);
+  const Trace good = runtime::Encoder(bert_mini().config, bert_mini().weights).forward(enc);
+  Trace bad = good;
+  for (double& x : bad.find("layer.2.attention.value")->values) x *= 1.01;
+  const auto dir = test::temp_dir("same_sentence");
+  save_trace(dir / "a-good.safetensors", good);
+  save_trace(dir / "b-bad.safetensors", bad);
+  save_trace(dir / "c-good.safetensors", good);
+  const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  const VerifyResult r = verify_reference(bert_mini(), dir, tol, {});
+  ASSERT_EQ(r.sentences.size(), 3u);
+  EXPECT_EQ(r.sentences[0].sentence.id, "a-good.safetensors");
+  EXPECT_TRUE(r.sentences[0].gate.pass());
+  EXPECT_EQ(r.sentences[1].sentence.id, "b-bad.safetensors");
+  ASSERT_FALSE(r.sentences[1].gate.pass());
+  EXPECT_EQ(r.sentences[1].gate.first_divergence()->name, "layer.2.attention.value");
+  EXPECT_TRUE(r.sentences[2].gate.pass());
+  EXPECT_FALSE(r.pass());
+}
