@@ -308,12 +308,10 @@ namespace {
 
 // The sink-share table: one line per lens, with the published run's figures beside it.
 std::string lens_table(const AuditResult& r) {
-  std::string md;
-  md += "\n## Sink share per lens\n\n| lens | median | worst row | rows > 50 % | rows > 90 % | rows worse than baseline | "
-        "largest worsening, percentage points (baseline → lens) | largest relative worsening from a baseline share of 0.1 % "
-        "or more (baseline → lens) | "
-        "rows keeping their head | undefined rows | published median / worst / >50 % / >90 % |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  MarkdownTable table({"lens", "median", "worst row", "rows > 50 %", "rows > 90 %", "rows worse than baseline",
+                       "largest worsening, percentage points (baseline → lens)",
+                       "largest relative worsening from a baseline share of 0.1 % or more (baseline → lens)",
+                       "rows keeping their head", "undefined rows", "published median / worst / >50 % / >90 %"});
   for (const LensStats& l : r.stats) {
     const Published p = published(l.lens);
     const bool base = l.lens == r.plan.baseline, worse = !base && l.worse > 0;
@@ -327,35 +325,34 @@ std::string lens_table(const AuditResult& r) {
                                      ? fmt::format("— (no baseline share of {} or more)", pct(kShareResolution))
                                      : relative_worsening(l);
     const bool none_defined = l.undefined == l.rows;  // no median, no worst row: nothing to show
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} / {} / {} / {} |\n", lens_name(l.lens),
-                      none_defined ? "— (no defined row)" : pct(l.median),
-                      none_defined ? "—" : fmt::format("{} ({})", pct(l.worst.value), l.worst.where), l.above_50, l.above_90,
-                      rows_worse, points, relative, l.kept_head, l.rows, l.undefined, p.median, p.worst,
-                      p.above_50, p.above_90);
+    table.row({lens_name(l.lens), none_defined ? "— (no defined row)" : pct(l.median),
+               none_defined ? "—" : fmt::format("{} ({})", pct(l.worst.value), l.worst.where),
+               fmt::to_string(l.above_50), fmt::to_string(l.above_90), rows_worse, points, relative,
+               fmt::format("{} / {}", l.kept_head, l.rows), fmt::to_string(l.undefined),
+               fmt::format("{} / {} / {} / {}", p.median, p.worst, p.above_50, p.above_90)});
   }
-  return md;
+  return "\n## Sink share per lens\n\n" + table.markdown();
 }
 
 // Every row shown, under each lens: the head opened, the top content target and the sink share.
 std::string rows_table(const AuditResult& r) {
-  std::string md;
-  md += fmt::format("\n## Rows\n\nShown: {}, {} in all. Head `L.H`, the top content target with its displayed (renormalised) "
-                    "weight, and the sink share.\n\n| sentence | word |", shown_rows(r), r.total_rows);
-  for (Lens l : r.plan.lenses) md += fmt::format(" {} |", lens_name(l));
-  md += "\n|---|---|";
-  for (size_t i = 0; i < r.plan.lenses.size(); ++i) md += "---|";
-  md += "\n";
+  std::vector<std::string> header = {"sentence", "word"};
+  for (Lens l : r.plan.lenses) header.push_back(lens_name(l));
+  MarkdownTable table(header);
   for (const AuditRow& row : r.rows) {
-    md += fmt::format("| {} | {} |", row.sentence, row.word_text());
+    std::vector<std::string> cells = {row.sentence, row.word_text()};
     for (const WordRow& w : row.by_lens) {
       const int top = w.top_target();
       const auto d = w.displayed();
-      md += fmt::format(" {} → {} {} · sink {} |", w.head.label(), top >= 0 ? row.words[size_t(top)] : "—",
-                        d && top >= 0 ? fmt::format("{:.3f}", (*d)[size_t(top)]) : "—", pct(w.sink_share()));
+      cells.push_back(fmt::format("{} → {} {} · sink {}", w.head.label(), top >= 0 ? row.words[size_t(top)] : "—",
+                                  d && top >= 0 ? fmt::format("{:.3f}", (*d)[size_t(top)]) : "—", pct(w.sink_share())));
     }
-    md += "\n";
+    table.row(cells);
   }
-  return md;
+  return fmt::format("\n## Rows\n\nShown: {}, {} in all. Head `L.H`, the top content target with its displayed "
+                     "(renormalised) weight, and the sink share.\n\n",
+                     shown_rows(r), r.total_rows) +
+         table.markdown();
 }
 
 std::string audit_markdown(const AuditResult& r) {
@@ -364,16 +361,22 @@ std::string audit_markdown(const AuditResult& r) {
                     r.plan.registered, r.plan.file.string());
   md += "## Conclusion\n\n" + audit_conclusion(r) + "\n\n";
   if (!r.recorded_hold()) md += "**The recorded numbers moved (see below): this run must not be used for a conclusion.**\n\n";
-  md += fmt::format("## What ran\n\n| | |\n|---|---|\n| plan | `{}` SHA-256 `{}` |\n| model | `{}` ({}) SHA-256 `{}` |\n"
-                    "| sentences | `{}` SHA-256 `{}` ({} sentences, {} rows) |\n| recorded numbers | {} |\n"
-                    "| head rule | `{}` |\n| build | `{}` |\n| implementation | runtime fp32 (verified against the libtorch oracle by `lenscheck verify`) |\n\n",
-                    r.plan.file.string(), r.plan_sha256, r.model_dir, r.model_generator.empty() ? "no generator recorded" : r.model_generator,
-                    r.model_sha256, r.plan.sentences.string(), r.sentences_sha256, r.sentences, r.total_rows,
-                    r.plan.recorded ? fmt::format("`{}` SHA-256 `{}`", r.plan.recorded->string(), r.recorded_sha256) : "none",
-                    r.plan.head_rule.label(), r.version);
-  md += "## Abandon criteria (from the plan)\n\n| criterion | measured | holds |\n|---|---|---|\n";
+  MarkdownTable ran({"", ""});
+  ran.row({"plan", fmt::format("`{}` SHA-256 `{}`", r.plan.file.string(), r.plan_sha256)})
+      .row({"model", fmt::format("`{}` ({}) SHA-256 `{}`", r.model_dir,
+                                 r.model_generator.empty() ? "no generator recorded" : r.model_generator, r.model_sha256)})
+      .row({"sentences", fmt::format("`{}` SHA-256 `{}` ({} sentences, {} rows)", r.plan.sentences.string(),
+                                     r.sentences_sha256, r.sentences, r.total_rows)})
+      .row({"recorded numbers",
+            r.plan.recorded ? fmt::format("`{}` SHA-256 `{}`", r.plan.recorded->string(), r.recorded_sha256) : "none"})
+      .row({"head rule", fmt::format("`{}`", r.plan.head_rule.label())})
+      .row({"build", fmt::format("`{}`", r.version)})
+      .row({"implementation", "runtime fp32 (verified against the libtorch oracle by `lenscheck verify`)"});
+  md += "## What ran\n\n" + ran.markdown() + "\n";
+  MarkdownTable criteria({"criterion", "measured", "holds"});
   for (const CriterionResult& c : r.criteria)
-    md += fmt::format("| {} | {:.4g} | {} |\n", c.criterion.describe(), c.value, c.triggered ? "**yes**" : "no");
+    criteria.row({c.criterion.describe(), fmt::format("{:.4g}", c.value), c.triggered ? "**yes**" : "no"});
+  md += "## Abandon criteria (from the plan)\n\n" + criteria.markdown();
   md += lens_table(r);
   md += "\nUndefined rows carry no weight at all under the lens (every weight of the row is 0 in fp32): they have no "
         "sink share and are counted in no median, maximum or count of shares. A NaN or Inf weight is not an undefined "
@@ -388,23 +391,20 @@ std::string audit_markdown(const AuditResult& r) {
         "their head, 31 rows got worse by up to 26 %, value-norm ratio [CLS] 0.63× (196 of 224 below 1.0), [SEP] "
         "0.70× (147 of 224). Model and sentences differ, so the numbers do.\n\n";
   md += "![sink shares](sink-shares.svg)\n\n";
-  md += "## Norm of the special tokens relative to the mean content token (per sentence × head)\n\n"
-        "| ratio | median | below 1.0 |\n|---|---|---|\n";
-  auto ratio_row = [&](const char* name, const RatioSummary& s) {
-    md += fmt::format("| {} | {:.2f}× | {} of {} |\n", name, s.median, s.below_one, s.count);
-  };
-  ratio_row("‖v‖ [CLS]", r.cls_value);
-  ratio_row("‖v‖ [SEP]", r.sep_value);
-  ratio_row("‖f(x)‖ [CLS]", r.cls_transformed);
-  ratio_row("‖f(x)‖ [SEP]", r.sep_transformed);
+  MarkdownTable ratios({"ratio", "median", "below 1.0"});
+  for (const auto& [name, s] : {std::pair{"‖v‖ [CLS]", &r.cls_value}, std::pair{"‖v‖ [SEP]", &r.sep_value},
+                                std::pair{"‖f(x)‖ [CLS]", &r.cls_transformed}, std::pair{"‖f(x)‖ [SEP]", &r.sep_transformed}})
+    ratios.row({name, fmt::format("{:.2f}×", s->median), fmt::format("{} of {}", s->below_one, s->count)});
+  md += "## Norm of the special tokens relative to the mean content token (per sentence × head)\n\n" + ratios.markdown();
   if (!r.recorded.empty()) {
-    md += "\n## Recorded numbers, re-derived\n\n| sentence | word | lens | head | target | displayed | sink share | raw share | result |\n|---|---|---|---|---|---|---|---|---|\n";
+    MarkdownTable recorded(
+        {"sentence", "word", "lens", "head", "target", "displayed", "sink share", "raw share", "result"});
     for (const RecordedCheck& c : r.recorded)
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c.number.sentence, c.number.word,
-                        lens_name(c.number.lens), c.head, c.target,
-                        c.displayed ? fmt::format("{:.4f}", *c.displayed) : "—", pct(c.sink_share),
-                        c.raw_share ? fmt::format("{:.4f}", *c.raw_share) : "—",
-                        c.problem.empty() ? "holds" : "**" + c.problem + "**");
+      recorded.row({c.number.sentence, c.number.word, lens_name(c.number.lens), c.head, c.target,
+                    c.displayed ? fmt::format("{:.4f}", *c.displayed) : "—", pct(c.sink_share),
+                    c.raw_share ? fmt::format("{:.4f}", *c.raw_share) : "—",
+                    c.problem.empty() ? "holds" : "**" + c.problem + "**"});
+    md += "\n## Recorded numbers, re-derived\n\n" + recorded.markdown();
   }
   md += rows_table(r);
   return md;

@@ -1,6 +1,7 @@
 #include "common/report_file.h"
 
 #include <fstream>
+#include <stdexcept>
 
 #include "model/error.h"
 
@@ -31,6 +32,27 @@ std::string xml_escaped(const std::string& text) {
     }
   }
   return out;
+}
+
+MarkdownTable::MarkdownTable(const std::vector<std::string>& header) : columns_(header.size()) {
+  line(header);
+  text_ += "|";
+  for (size_t i = 0; i < columns_; ++i) text_ += "---|";
+  text_ += "\n";
+}
+
+MarkdownTable& MarkdownTable::row(const std::vector<std::string>& cells) {
+  if (cells.size() != columns_)
+    throw std::logic_error("a Markdown row of " + std::to_string(cells.size()) + " cells under " +
+                           std::to_string(columns_) + " columns");
+  line(cells);
+  return *this;
+}
+
+void MarkdownTable::line(const std::vector<std::string>& cells) {
+  text_ += "|";
+  for (const std::string& c : cells) text_ += c.empty() ? " |" : " " + c + " |";
+  text_ += "\n";
 }
 
 }  // namespace lenscheck

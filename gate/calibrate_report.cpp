@@ -14,16 +14,22 @@ namespace {
 std::string delta_text(double d) { return d == 0 ? "none" : fmt::format("{:.0e}", d); }
 
 std::string families_table(const std::map<std::string, FamilyRatios>& families) {
-  std::string s = "| tensor family | tensors | global: worst ratio | 99th percentile | median | floor binding | "
-                  "local: judged | worst ratio | 99th percentile | median | floor binding |\n"
-                  "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& [name, f] : families)
-    s += fmt::format("| `{}` | {} | {:.2f}× | {:.2f}× | {:.2f}× | {} | {} | {} |\n", name, f.ratios.values.size(),
-                     f.ratios.max(), f.ratios.quantile(0.99), f.ratios.quantile(0.5), f.floored, f.local.values.size(),
-                     f.local.values.empty() ? std::string("— | — | — | —")
-                                            : fmt::format("{:.2f}× | {:.2f}× | {:.2f}× | {}", f.local.max(),
-                                                          f.local.quantile(0.99), f.local.quantile(0.5), f.local_floored));
-  return s;
+  MarkdownTable table({"tensor family", "tensors", "global: worst ratio", "99th percentile", "median",
+                       "floor binding", "local: judged", "worst ratio", "99th percentile", "median", "floor binding"});
+  auto ratio = [](double r) { return fmt::format("{:.2f}×", r); };
+  for (const auto& [name, f] : families) {
+    std::vector<std::string> cells = {fmt::format("`{}`", name),        fmt::to_string(f.ratios.values.size()),
+                                      ratio(f.ratios.max()),            ratio(f.ratios.quantile(0.99)),
+                                      ratio(f.ratios.quantile(0.5)),    fmt::to_string(f.floored),
+                                      fmt::to_string(f.local.values.size())};
+    if (f.local.values.empty())
+      cells.insert(cells.end(), {"—", "—", "—", "—"});
+    else
+      cells.insert(cells.end(), {ratio(f.local.max()), ratio(f.local.quantile(0.99)), ratio(f.local.quantile(0.5)),
+                                 fmt::to_string(f.local_floored)});
+    table.row(cells);
+  }
+  return table.markdown();
 }
 
 std::string candidate_section(const CalibrationResult& r) {
@@ -54,37 +60,40 @@ std::string candidate_section(const CalibrationResult& r) {
   std::sort(closest.begin(), closest.end(),
             [](const SweepResult* a, const SweepResult* b) { return a->worst_bound_used > b->worst_bound_used; });
   closest.resize(std::min<size_t>(closest.size(), 10));
-  s += "The models nearest to a false alarm:\n\n| seed | layers × width (heads) | tokens | weight spread | outliers "
-       "| bound used | at | result |\n|---|---|---|---|---|---|---|---|\n";
-  for (const SweepResult* m : closest)
-    s += fmt::format("| {} | {} × {} ({}) | {} | {:.3f} | {} × {:.1f} | {:.1f} % | `{}` | {} |\n", m->model.seed,
-                     m->model.config.num_hidden_layers, m->model.config.hidden_size,
-                     m->model.config.num_attention_heads, m->model.input.ids.size(), m->model.statistics.weight_sd,
-                     m->model.statistics.outlier_dims, m->model.statistics.outlier_gain, 100 * m->worst_bound_used,
-                     m->worst_at, m->pass ? "pass" : "**FALSE ALARM**: " + m->failure);
+  MarkdownTable nearest(
+      {"seed", "layers × width (heads)", "tokens", "weight spread", "outliers", "bound used", "at", "result"});
+  for (const SweepResult* m : closest) {
+    const SweepModel& model = m->model;
+    nearest.row({fmt::to_string(model.seed),
+                 fmt::format("{} × {} ({})", model.config.num_hidden_layers, model.config.hidden_size,
+                             model.config.num_attention_heads),
+                 fmt::to_string(model.input.ids.size()), fmt::format("{:.3f}", model.statistics.weight_sd),
+                 fmt::format("{} × {:.1f}", model.statistics.outlier_dims, model.statistics.outlier_gain),
+                 fmt::format("{:.1f} %", 100 * m->worst_bound_used), fmt::format("`{}`", m->worst_at),
+                 m->pass ? "pass" : "**FALSE ALARM**: " + m->failure});
+  }
+  s += "The models nearest to a false alarm:\n\n" + nearest.markdown();
 
-  s += "\n### Fixtures\n\n| fixture | SHA-256 | sentences | false alarms |\n|---|---|---|---|\n";
+  MarkdownTable fixtures({"fixture", "SHA-256", "sentences", "false alarms"});
   for (const FixtureResult& f : r.fixtures)
-    s += fmt::format("| `{}` | `{}` | {} | **{}** |\n", f.name, f.sha256.substr(0, 16), f.sentences,
-                     f.failed_sentences);
+    fixtures.row({fmt::format("`{}`", f.name), fmt::format("`{}`", f.sha256.substr(0, 16)),
+                  fmt::to_string(f.sentences), fmt::format("**{}**", f.failed_sentences)});
+  s += "\n### Fixtures\n\n" + fixtures.markdown();
   for (const FixtureResult& f : r.fixtures)
     s += fmt::format("\n#### `{}`: error ratios of the fault-free candidate\n\n{}", f.name, families_table(f.families));
 
-  s += "\n### Detection threshold\n\n";
-  std::string header = "| fixture | fault | threshold |", rule = "|---|---|---|";
-  for (double d : o.deltas) {
-    header += fmt::format(" δ = {} |", delta_text(d));
-    rule += "---|";
-  }
-  s += header + "\n" + rule + "\n";
+  std::vector<std::string> header = {"fixture", "fault", "threshold"};
+  for (double d : o.deltas) header.push_back("δ = " + delta_text(d));
+  MarkdownTable detection(header);
   for (const FixtureResult& f : r.fixtures)
     for (const auto& [fault, outcomes] : f.detection) {
-      s += fmt::format("| `{}` | `{}` | **{}** |", f.name, fault, delta_text(CalibrationResult::threshold(o.deltas, outcomes)));
+      std::vector<std::string> cells = {fmt::format("`{}`", f.name), fmt::format("`{}`", fault),
+                                        fmt::format("**{}**", delta_text(CalibrationResult::threshold(o.deltas, outcomes)))};
       for (const auto& [killed, used] : outcomes)
-        s += killed ? fmt::format(" killed ({:.3g}×) |", used) : fmt::format(" survived ({:.0f} %) |", 100 * used);
-      s += "\n";
+        cells.push_back(killed ? fmt::format("killed ({:.3g}×)", used) : fmt::format("survived ({:.0f} %)", 100 * used));
+      detection.row(cells);
     }
-  return s;
+  return s + "\n### Detection threshold\n\n" + detection.markdown();
 }
 
 
@@ -114,8 +123,8 @@ void write_calibration_markdown(const std::vector<CalibrationResult>& results, c
        "to the nearest float); a fault of the runtime's own seam, which another implementation does not have\n\n"
        "Weight and eps faults are applied to the checkpoint, so every candidate computes them as it computes "
        "anything (ONNX Runtime from the exported faulty checkpoint).\n\n";
-  s += "## Summary\n\n| candidate | declared | sweep models | sweep false alarms | fixture sentences | fixture false "
-       "alarms | worst bound used (sweep) |\n|---|---|---|---|---|---|---|\n";
+  MarkdownTable summary({"candidate", "declared", "sweep models", "sweep false alarms", "fixture sentences",
+                         "fixture false alarms", "worst bound used (sweep)"});
   for (const CalibrationResult& r : results) {
     size_t sweep_failed = 0, sentences = 0, fixture_failed = 0;
     double worst = 0;
@@ -127,32 +136,29 @@ void write_calibration_markdown(const std::vector<CalibrationResult>& results, c
       sentences += f.sentences;
       fixture_failed += f.failed_sentences;
     }
-    s += fmt::format("| {} | {} | {} | **{}** | {} | **{}** | {:.1f} % |\n", r.options.candidate.name,
-                     arithmetic_name(r.options.candidate.arithmetic), r.sweep.size(), sweep_failed, sentences,
-                     fixture_failed, 100 * worst);
+    summary.row({r.options.candidate.name, arithmetic_name(r.options.candidate.arithmetic),
+                 fmt::to_string(r.sweep.size()), fmt::format("**{}**", sweep_failed), fmt::to_string(sentences),
+                 fmt::format("**{}**", fixture_failed), fmt::format("{:.1f} %", 100 * worst)});
   }
-  s += "\nDetection thresholds (δ), per fixture and fault, for each candidate:\n\n| fixture | fault |";
-  std::string rule = "|---|---|";
-  for (const CalibrationResult& r : results) {
-    s += fmt::format(" {} ({}) |", r.options.candidate.name, arithmetic_name(r.options.candidate.arithmetic));
-    rule += "---|";
-  }
-  s += "\n" + rule + "\n";
+  s += "## Summary\n\n" + summary.markdown();
+  std::vector<std::string> header = {"fixture", "fault"};
+  for (const CalibrationResult& r : results)
+    header.push_back(fmt::format("{} ({})", r.options.candidate.name, arithmetic_name(r.options.candidate.arithmetic)));
+  MarkdownTable thresholds(header);
   for (const FixtureResult& f : first.fixtures)
     for (GradedFault g : graded_faults()) {
-      s += fmt::format("| `{}` | `{}` |", f.name, fault_name(g));
+      std::vector<std::string> cells = {fmt::format("`{}`", f.name), fmt::format("`{}`", fault_name(g))};
       for (const CalibrationResult& r : results) {
         const auto fixture = std::find_if(r.fixtures.begin(), r.fixtures.end(),
                                           [&](const FixtureResult& x) { return x.dir == f.dir; });
-        if (fixture == r.fixtures.end() || !fixture->detection.count(fault_name(g))) {
-          s += " — |";
-          continue;
-        }
-        s += fmt::format(" **{}** |", delta_text(CalibrationResult::threshold(
-                                          r.options.deltas, fixture->detection.at(fault_name(g)))));
+        const bool measured = fixture != r.fixtures.end() && fixture->detection.count(fault_name(g));
+        cells.push_back(measured ? fmt::format("**{}**", delta_text(CalibrationResult::threshold(
+                                                             r.options.deltas, fixture->detection.at(fault_name(g)))))
+                                 : "—");
       }
-      s += "\n";
+      thresholds.row(cells);
     }
+  s += "\nDetection thresholds (δ), per fixture and fault, for each candidate:\n\n" + thresholds.markdown();
   s += "\n(—: not measured; a runtime fault for another implementation.)\n\n";
   for (const CalibrationResult& r : results) s += candidate_section(r);
   s += "\n(killed: the bound used on the sentence that failed, as a multiple of the bound; survived: the largest "

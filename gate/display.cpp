@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "common/report_file.h"
 #include "model/error.h"
 #include "instrument/rows.h"
 
@@ -292,12 +293,13 @@ std::string display_markdown(const DisplayVerdict& v, const std::string& arithme
     for (const DisplayRow& r : v.flagged)
       if ((r.*kind)()) list.push_back(&r);
     if (list.empty()) continue;
-    s += fmt::format("### {} rows ({}{})\n\n| sentence | word | lens | candidate for truth |\n|---|---|---|---|\n",
-                     title, list.size(), list.size() > kShown ? fmt::format(", the first {}", kShown) : "");
+    MarkdownTable table({"sentence", "word", "lens", "candidate for truth"});
     for (size_t i = 0; i < std::min(kShown, list.size()); ++i)
-      s += fmt::format("| {} | {}@{} | {} | {} |\n", list[i]->sentence, list[i]->word, list[i]->at,
-                       lens_name(list[i]->lens), row_items(*list[i]));
-    s += "\n";
+      table.row({list[i]->sentence, fmt::format("{}@{}", list[i]->word, list[i]->at), lens_name(list[i]->lens),
+                 row_items(*list[i])});
+    s += fmt::format("### {} rows ({}{})\n\n", title, list.size(),
+                     list.size() > kShown ? fmt::format(", the first {}", kShown) : "") +
+         table.markdown() + "\n";
   }
   return s;
 }

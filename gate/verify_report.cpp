@@ -33,24 +33,26 @@ std::string local_text(const TensorSummary& t, bool worst) {
 }
 
 std::string summary_table(const ComparisonSummary& c, const std::vector<TensorSummary>& rows) {
-  std::string s;
   if (c.rule == Rule::derived) {
-    s = fmt::format("| tensor | global: {0} vs {1}'s error, worst | median | local: worst | median | k | "
-                    "{0} error | {1} error | bound used | worst element | result |\n"
-                    "|---|---|---|---|---|---|---|---|---|---|---|\n", c.candidate, benchmark_label(c.arithmetic));
+    const std::string benchmark = benchmark_label(c.arithmetic);
+    MarkdownTable table({"tensor", fmt::format("global: {} vs {}'s error, worst", c.candidate, benchmark), "median",
+                         "local: worst", "median", "k", c.candidate + " error", benchmark + " error", "bound used",
+                         "worst element", "result"});
     for (const TensorSummary& t : rows)
-      s += fmt::format("| `{}` | **{:.2f}×** | {:.2f}× | {} | {} | {:g} | {:.3e} | {:.3e} | {:.1f} % | {} | {} |\n", t.name,
-                       t.ratios.max(), t.ratios.median(), local_text(t, true), local_text(t, false), t.tolerance.k,
-                       t.candidate_error, t.benchmark_error, 100 * t.bound_used, t.worst, result_text(t));
-    return s;
+      table.row({fmt::format("`{}`", t.name), fmt::format("**{:.2f}×**", t.ratios.max()),
+                 fmt::format("{:.2f}×", t.ratios.median()), local_text(t, true), local_text(t, false),
+                 fmt::format("{:g}", t.tolerance.k), fmt::format("{:.3e}", t.candidate_error),
+                 fmt::format("{:.3e}", t.benchmark_error), fmt::format("{:.1f} %", 100 * t.bound_used), t.worst,
+                 result_text(t)});
+    return table.markdown();
   }
-  s = "| tensor | atol | rtol | max abs | max rel | max ULP | bound used | worst element | result |\n"
-      "|---|---|---|---|---|---|---|---|---|\n";
+  MarkdownTable table({"tensor", "atol", "rtol", "max abs", "max rel", "max ULP", "bound used", "worst element", "result"});
   for (const TensorSummary& t : rows)
-    s += fmt::format("| `{}` | {:.1e} | {:.1e} | {:.3e} | {:.3e} | {} | {:.1f} % | {} | {} |\n", t.name,
-                     t.tolerance.atol, t.tolerance.rtol, t.max_abs, t.max_rel, ulp_text(t.max_ulp),
-                     100 * t.bound_used, t.worst, result_text(t));
-  return s;
+    table.row({fmt::format("`{}`", t.name), fmt::format("{:.1e}", t.tolerance.atol),
+               fmt::format("{:.1e}", t.tolerance.rtol), fmt::format("{:.3e}", t.max_abs),
+               fmt::format("{:.3e}", t.max_rel), ulp_text(t.max_ulp), fmt::format("{:.1f} %", 100 * t.bound_used),
+               t.worst, result_text(t)});
+  return table.markdown();
 }
 
 std::string summary_section(const ComparisonSummary& c) {
@@ -230,17 +232,18 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
   s += summary_section(r.gate);
   if (r.display) s += display_markdown(*r.display, arithmetic_name(r.gate.arithmetic));
   s += "## Sentences\n\nThe first divergence is the first tensor in forward order that fails; the op to blame, the "
-       "first that fails locally (its op recomputed from the candidate's own inputs disagrees).\n\n"
-       "| id | tokens | result | first divergence | op to blame |\n|---|---|---|---|---|\n";
+       "first that fails locally (its op recomputed from the candidate's own inputs disagrees).\n\n";
+  MarkdownTable sentences({"id", "tokens", "result", "first divergence", "op to blame"});
   for (const SentenceVerdict& v : r.sentences) {
     const TensorComparison* first = v.gate.first_divergence();
     const TensorComparison* blamed = v.gate.first_local_failure();
-    s += fmt::format("| {} | {} | {} | {} | {} |\n", v.sentence.id, v.tokens.size(), v.gate.pass() ? "pass" : "**FAIL**",
-                     !v.gate.problem.empty() ? v.gate.problem
-                     : first ? fmt::format("`{}{}`", first->name, first->worst_label) : "—",
-                     blamed ? fmt::format("`{}`", blamed->name) : "—");
+    sentences.row({v.sentence.id, fmt::to_string(v.tokens.size()), v.gate.pass() ? "pass" : "**FAIL**",
+                   !v.gate.problem.empty() ? v.gate.problem
+                   : first                 ? fmt::format("`{}{}`", first->name, first->worst_label)
+                                           : "—",
+                   blamed ? fmt::format("`{}`", blamed->name) : "—"});
   }
-  write_text_file(file, s);
+  write_text_file(file, s + sentences.markdown());
 }
 
 void write_verify_json(const VerifyResult& r, const std::filesystem::path& file) {

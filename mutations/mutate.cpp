@@ -143,20 +143,23 @@ std::string model_section(const MutateResult& r) {
                    r.model_dir, r.model_sha256, r.sentences_file, r.sentences, r.tolerances_file,
                    r.oracle_backend, r.total_seconds, r.setup_seconds);
   for (Kind kind : {Kind::metric, Kind::implementation}) {
-    s += kind == Kind::metric ? "### Metric cases: the metric responds to v, and only to v\n\n| case | claim | result | evidence | time |\n|---|---|---|---|---|\n"
-                              : "### Implementation mutants: the gate must kill the ordinary ones\n\n| mutant | fault | equivalence on this model | result | caught by | evidence | time |\n|---|---|---|---|---|---|---|\n";
+    MarkdownTable table(kind == Kind::metric
+                            ? std::vector<std::string>{"case", "claim", "result", "evidence", "time"}
+                            : std::vector<std::string>{"mutant", "fault", "equivalence on this model", "result",
+                                                       "caught by", "evidence", "time"});
     for (const CaseResult& c : r.cases) {
       if (c.mutation->kind != kind) continue;
-      const std::string result = c.ok() ? c.status() : "**" + c.status() + "**";
+      const std::string name = fmt::format("`{}`", c.mutation->name), seconds = fmt::format("{:.2f} s", c.seconds),
+                        result = c.ok() ? c.status() : "**" + c.status() + "**";
       if (kind == Kind::metric)
-        s += fmt::format("| `{}` | {} | {} | {} | {:.2f} s |\n", c.mutation->name, c.mutation->description, result,
-                         c.outcome.evidence, c.seconds);
+        table.row({name, c.mutation->description, result, c.outcome.evidence, seconds});
       else
-        s += fmt::format("| `{}` | {} | {} | {} | {} | {} | {:.2f} s |\n", c.mutation->name, c.mutation->description,
-                         c.mutation->equivalence ? c.equivalence.why : "never equivalent", result,
-                         c.outcome.by.empty() ? "—" : "`" + c.outcome.by + "`", c.outcome.evidence, c.seconds);
+        table.row({name, c.mutation->description, c.mutation->equivalence ? c.equivalence.why : "never equivalent",
+                   result, c.outcome.by.empty() ? "—" : "`" + c.outcome.by + "`", c.outcome.evidence, seconds});
     }
-    s += "\n";
+    s += (kind == Kind::metric ? "### Metric cases: the metric responds to v, and only to v\n\n"
+                               : "### Implementation mutants: the gate must kill the ordinary ones\n\n") +
+         table.markdown() + "\n";
   }
   return s;
 }
@@ -167,19 +170,20 @@ void write_mutate_markdown(const std::vector<MutateResult>& results, const std::
   const bool pass = std::all_of(results.begin(), results.end(), [](const MutateResult& r) { return r.pass(); });
   std::string s = fmt::format("# lenscheck mutate — {}\n\n", pass ? "PASS" : "FAIL");
   if (!results.empty()) s += fmt::format("- build: `{}`\n\n", results.front().version);
-  s += "| model | result | mutation score | metric cases holding | equivalent here | borderline | conditional verdicts |\n"
-       "|---|---|---|---|---|---|---|\n";
+  MarkdownTable models({"model", "result", "mutation score", "metric cases holding", "equivalent here", "borderline",
+                        "conditional verdicts"});
   for (const MutateResult& r : results) {
     const size_t metric = size_t(std::count_if(r.cases.begin(), r.cases.end(),
                                                [](const CaseResult& c) { return c.mutation->kind == Kind::metric; }));
     const size_t holding = size_t(std::count_if(r.cases.begin(), r.cases.end(), [](const CaseResult& c) {
       return c.mutation->kind == Kind::metric && c.ok();
     }));
-    s += fmt::format("| `{}` | {} | {} | {} / {} | {} | {} | {} |\n", std::filesystem::path(r.model_dir).filename().string(),
-                     r.pass() ? "PASS" : "**FAIL**", score(r), holding, metric, r.with(Verdict::equivalent),
-                     r.with(Verdict::borderline), conditions(r));
+    models.row({fmt::format("`{}`", std::filesystem::path(r.model_dir).filename().string()),
+                r.pass() ? "PASS" : "**FAIL**", score(r), fmt::format("{} / {}", holding, metric),
+                fmt::to_string(r.with(Verdict::equivalent)), fmt::to_string(r.with(Verdict::borderline)),
+                conditions(r)});
   }
-  s += "\n";
+  s += models.markdown() + "\n";
   for (const MutateResult& r : results) s += model_section(r);
   write_text_file(file, s);
 }

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
+#include "common/report_file.h"
 #include "gate/verify.h"
 #include "model/trace_io.h"
 #include "runtime/encoder.h"
@@ -236,4 +238,12 @@ TEST(VerifyEndToEnd, ReferenceTracesOfOneSentenceAreEachJudgedAsTheirOwnFile) {
   EXPECT_EQ(r.sentences[1].gate.first_divergence()->name, "layer.2.attention.value");
   EXPECT_TRUE(r.sentences[2].gate.pass());
   EXPECT_FALSE(r.pass());
+}
+
+// Every report's tables are written by one helper: the header, its rule, a line per row.
+TEST(Reports, AMarkdownTableIsItsHeaderItsRuleAndItsRowsAndRejectsARowOfAnotherWidth) {
+  MarkdownTable table({"", "tensor", "result"});
+  table.row({"1", "`layer.0.attention.probs`", "**FAIL**"});
+  EXPECT_EQ(table.markdown(), "| | tensor | result |\n|---|---|---|\n| 1 | `layer.0.attention.probs` | **FAIL** |\n");
+  EXPECT_THROW(table.row({"1", "too few"}), std::logic_error);
 }
