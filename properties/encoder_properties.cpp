@@ -45,9 +45,13 @@ std::string divergence(const TraceComparison& c) {
   if (!t->problem.empty()) return t->name + ": " + t->problem;
   if (t->derived)
     return fmt::format("{}: error {:.3g} is {:.3g}x libtorch fp32's {:.3g} (floor {:.3g}; k {:g}, tolerances line {}); "
-                       "worst element {}: {:.9g} vs truth {:.9g}", t->name, t->derived->candidate_error,
+                       "worst element {}: {:.9g} vs truth {:.9g}{}", t->name, t->derived->candidate_error,
                        t->derived->ratio, t->derived->benchmark_error, t->derived->floor, t->tolerance.k,
-                       t->tolerance.line, t->worst_label, t->worst_candidate, t->worst_reference);
+                       t->tolerance.line, t->worst_label, t->worst_candidate, t->worst_reference,
+                       t->local ? fmt::format("; locally, error {:.3g} is {:.3g}x the op's own rounding spread {:.3g} "
+                                              "(floor {:.3g})", t->local->candidate_error, t->local->ratio,
+                                              t->local->benchmark_error, t->local->floor)
+                                : "");
   return fmt::format("{} {}: {:.9g} vs reference {:.9g}, |diff| {:.3g} is {:.3g} x the bound "
                      "(atol {:g} + rtol {:g} |ref|); {} of {} elements fail",
                      t->name, t->worst_label, t->worst_candidate, t->worst_reference,
