@@ -141,6 +141,48 @@ std::string flag_value(int& argc, char** argv, const char* name, std::string fal
 
 }  // namespace
 
+// The report's tables from the medians: runtime against libtorch per record mode, and against the
+// measured fp32 peak (0: not measured); a warning where libtorch ran on more than one core.
+void print_tables(std::map<std::string, MedianReporter::Median>& m, const BertConfig& config, double peak) {
+  auto have = [&](const std::string& T) {
+    for (const auto& [mode, record] : kModes)
+      if (!m.count(fmt::format("oracle_{}/T={}", mode, T)) || !m.count(fmt::format("runtime_{}/T={}", mode, T)))
+        return false;  // a --benchmark_filter left it out
+    return true;
+  };
+  auto ratio = [&](const std::string& mode, const std::string& T) {
+    return m[fmt::format("runtime_{}/T={}", mode, T)].real_s / m[fmt::format("oracle_{}/T={}", mode, T)].real_s;
+  };
+  auto ms = [&](const std::string& name) { return 1e3 * m[name].real_s; };
+  std::printf("\nRuntime / libtorch, the same record mode on both sides:\n\n");
+  std::printf("| T | full trace: oracle | runtime | runtime / oracle | target | instrument only: oracle | "
+              "runtime | ratio | plain forward: libtorch | runtime | ratio |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < std::size(kLengths); ++i) {
+    const std::string T = std::to_string(kLengths[i]);
+    if (!have(T)) continue;
+    const double full = ratio("trace", T);
+    std::printf("| %s | %.2f ms | %.2f ms | %.2f× %s | ≤ %.1f× | %.2f ms | %.2f ms | %.2f× | %.2f ms | %.2f ms | %.2f× |\n",
+                T.c_str(), ms("oracle_trace/T=" + T), ms("runtime_trace/T=" + T), full,
+                full <= kTargets[i] ? "met" : "MISSED", kTargets[i], ms("oracle_instrument/T=" + T),
+                ms("runtime_instrument/T=" + T), ratio("instrument", T), ms("oracle_plain/T=" + T),
+                ms("runtime_plain/T=" + T), ratio("plain", T));
+  }
+  std::printf("\nRuntime keeping what the instrument shows, against the fp32 peak:\n\n");
+  std::printf("| T | runtime | GFLOP/s | %% of fp32 peak |\n|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < std::size(kLengths); ++i) {
+    const std::string T = std::to_string(kLengths[i]);
+    if (!have(T)) continue;
+    const double gflops = instrument_flops(config, kLengths[i]) / m["runtime_instrument/T=" + T].real_s / 1e9;
+    const std::string share = peak > 0 ? std::to_string(std::lround(100 * gflops / peak)) + " %" : "n/a";
+    std::printf("| %s | %.2f ms | %.1f | %s |\n", T.c_str(), ms("runtime_instrument/T=" + T), gflops, share.c_str());
+  }
+  for (const auto& [name, med] : m)
+    if (name.starts_with("oracle") && med.cpu_s > 1.2 * med.real_s)
+      std::printf("warning: %s used %.1f cores; set OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1\n",
+                  name.c_str(), med.cpu_s / med.real_s);
+}
+
 int main(int argc, char** argv) {
   // Both sides allocate their traces afresh in every forward, up to hundreds of MiB at T = 512.
   // glibc would give that memory back to the kernel after each forward and page-fault it in again
@@ -221,42 +263,6 @@ int main(int argc, char** argv) {
   if (peak > 0) std::printf("fp32 peak of one core, measured: %.1f GFLOP/s\n", peak);
 #endif
   std::printf("medians of %d repetitions, single thread, wall clock\n", repetitions);
-  auto have = [&](const std::string& T) {
-    for (const auto& [mode, record] : kModes)
-      if (!m.count(fmt::format("oracle_{}/T={}", mode, T)) || !m.count(fmt::format("runtime_{}/T={}", mode, T)))
-        return false;  // a --benchmark_filter left it out
-    return true;
-  };
-  auto ratio = [&](const std::string& mode, const std::string& T) {
-    return m[fmt::format("runtime_{}/T={}", mode, T)].real_s / m[fmt::format("oracle_{}/T={}", mode, T)].real_s;
-  };
-  auto ms = [&](const std::string& name) { return 1e3 * m[name].real_s; };
-  std::printf("\nRuntime / libtorch, the same record mode on both sides:\n\n");
-  std::printf("| T | full trace: oracle | runtime | runtime / oracle | target | instrument only: oracle | "
-              "runtime | ratio | plain forward: libtorch | runtime | ratio |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (size_t i = 0; i < std::size(kLengths); ++i) {
-    const std::string T = std::to_string(kLengths[i]);
-    if (!have(T)) continue;
-    const double full = ratio("trace", T);
-    std::printf("| %s | %.2f ms | %.2f ms | %.2f× %s | ≤ %.1f× | %.2f ms | %.2f ms | %.2f× | %.2f ms | %.2f ms | %.2f× |\n",
-                T.c_str(), ms("oracle_trace/T=" + T), ms("runtime_trace/T=" + T), full,
-                full <= kTargets[i] ? "met" : "MISSED", kTargets[i], ms("oracle_instrument/T=" + T),
-                ms("runtime_instrument/T=" + T), ratio("instrument", T), ms("oracle_plain/T=" + T),
-                ms("runtime_plain/T=" + T), ratio("plain", T));
-  }
-  std::printf("\nRuntime keeping what the instrument shows, against the fp32 peak:\n\n");
-  std::printf("| T | runtime | GFLOP/s | %% of fp32 peak |\n|---:|---:|---:|---:|\n");
-  for (size_t i = 0; i < std::size(kLengths); ++i) {
-    const std::string T = std::to_string(kLengths[i]);
-    if (!have(T)) continue;
-    const double gflops = instrument_flops(ck.config, kLengths[i]) / m["runtime_instrument/T=" + T].real_s / 1e9;
-    const std::string share = peak > 0 ? std::to_string(std::lround(100 * gflops / peak)) + " %" : "n/a";
-    std::printf("| %s | %.2f ms | %.1f | %s |\n", T.c_str(), ms("runtime_instrument/T=" + T), gflops, share.c_str());
-  }
-  for (const auto& [name, med] : m)
-    if (name.starts_with("oracle") && med.cpu_s > 1.2 * med.real_s)
-      std::printf("warning: %s used %.1f cores; set OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1\n",
-                  name.c_str(), med.cpu_s / med.real_s);
+  print_tables(m, ck.config, peak);
   return 0;
 }
