@@ -66,7 +66,10 @@ ReferenceTraces reference_traces(const Checkpoint& ck, const std::filesystem::pa
     if (t.word_ids.empty() && !r.without_words) r.without_words = file;
     if (producer.empty()) producer = t.producer.empty() ? "reference trace" : t.producer;
     r.sentences.push_back({file.filename().string(), "(input ids of the reference trace)", 0});
-    r.inputs.push_back({t.input_ids, t.tokens, t.word_ids});
+    Encoding& input = r.inputs.emplace_back();
+    input.ids = t.input_ids;
+    input.tokens = t.tokens;
+    input.word_ids = t.word_ids;
     held->traces[t.input_ids].push_back(std::move(t));
   }
   r.candidate.name = reference.string();
