@@ -37,7 +37,7 @@ const Encoding& nurse() {
   return e;
 }
 const std::filesystem::path& sentences_file() {
-  static const std::filesystem::path f = test::source_dir() / "fixtures/sentences.yaml";
+  static const std::filesystem::path f = test::sentences_file();
   return f;
 }
 

@@ -4,8 +4,14 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cstdlib>
 
 namespace lenscheck::test {
+
+std::filesystem::path sentences_file() {
+  const char* chosen = std::getenv("LENSCHECK_TEST_SENTENCES");
+  return chosen && *chosen ? std::filesystem::path(chosen) : source_dir() / "fixtures/sentences.yaml";
+}
 
 std::filesystem::path temp_dir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

@@ -12,6 +12,9 @@ inline std::filesystem::path fixture(const std::string& name) {
   return std::filesystem::path(LENSCHECK_FIXTURE_DIR) / name;
 }
 inline std::filesystem::path bert_mini() { return fixture("bert-mini"); }
+// The sentences the end-to-end tests run on: fixtures/sentences.yaml, or the file the environment
+// variable LENSCHECK_TEST_SENTENCES names (scripts/sanitize.sh: a shorter one).
+std::filesystem::path sentences_file();
 
 // A fresh, empty temporary directory named after the running test.
 std::filesystem::path temp_dir(const std::string& name);

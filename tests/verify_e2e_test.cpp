@@ -26,12 +26,13 @@ using test::quoted;
 }  // namespace
 
 TEST(VerifyEndToEnd, TheRuntimePassesTheDerivedGateOnEveryTensorOfEverySentence) {
-  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  const auto sentences_file = test::sentences_file();
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
-  const VerifyResult r = verify(bert_mini(), runtime_candidate(), load_sentences(sentences_file), sentences_file, tol, {});
+  const std::vector<Sentence> sentences = load_sentences(sentences_file);
+  const VerifyResult r = verify(bert_mini(), runtime_candidate(), sentences, sentences_file, tol, {});
   EXPECT_TRUE(r.pass());
   EXPECT_EQ(r.gate.reference, "oracle fp64");
-  ASSERT_EQ(r.sentences.size(), 14u);
+  ASSERT_EQ(r.sentences.size(), sentences.size());
   const size_t per_sentence = trace_schema(bert_mini().config, 1).size();
   for (const SentenceVerdict& v : r.sentences) {
     EXPECT_EQ(v.gate.tensors.size(), per_sentence) << v.sentence.id;
@@ -54,7 +55,7 @@ TEST(VerifyEndToEnd, TheRuntimePassesTheDerivedGateOnEveryTensorOfEverySentence)
 }
 
 TEST(VerifyEndToEnd, TheAbsoluteRuleIsThereWhenAskedFor) {
-  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  const auto sentences_file = test::sentences_file();
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
   const VerifyResult r = verify(bert_mini(), runtime_candidate(), load_sentences(sentences_file), sentences_file, tol,
                                           {.rule = Rule::absolute});
@@ -67,7 +68,7 @@ TEST(VerifyEndToEnd, ACheckpointWithTrainedStatisticsPassesTheDerivedGateAndFail
   // The false alarm the derived rule exists for: libtorch's own fp32 misses fp64 on trained-like
   // weights by more than the absolute tolerances allow, and so does a correct runtime.
   const Checkpoint ck = load_checkpoint(test::fixture("trained-mini"));
-  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  const auto sentences_file = test::sentences_file();
   const auto sentences = load_sentences(sentences_file);
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
   EXPECT_TRUE(verify(ck, runtime_candidate(), sentences, sentences_file, tol, {}).pass());
@@ -78,7 +79,7 @@ TEST(VerifyEndToEnd, ACheckpointWhoseAttentionSaturatesPassesTheDerivedGate) {
   // Scores up to 120, past fp32's exp range, and content attention that rounds to exactly 0 in fp32
   // where the fp64 truth keeps 1e-52: the gate must judge such rows as it judges soft ones.
   const Checkpoint ck = load_checkpoint(test::fixture("saturated-sink"));
-  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  const auto sentences_file = test::sentences_file();
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
   const VerifyResult r = verify(ck, runtime_candidate(), load_sentences(sentences_file), sentences_file, tol, {});
   EXPECT_TRUE(r.pass());
@@ -94,7 +95,7 @@ TEST(VerifyEndToEnd, ACheckpointWhoseAttentionSaturatesPassesTheDerivedGate) {
 }
 
 TEST(VerifyEndToEnd, ResultsDoNotDependOnTheThreadCount) {
-  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  const auto sentences_file = test::sentences_file();
   const auto sentences = load_sentences(sentences_file);
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
   const VerifyResult one = verify(bert_mini(), runtime_candidate(), sentences, sentences_file, tol, {.threads = 1});
@@ -190,7 +191,7 @@ TEST(VerifyEndToEnd, BadInputExitsWithTwoAndNamesTheFile) {
 // verify runs a candidate on at most 16 sentences at a time, so that a long sentence file never holds
 // every trace at once; every sentence is still judged, in the file's order.
 TEST(VerifyEndToEnd, ALongSentenceFileRunsInPartsAndIsJudgedWhole) {
-  const auto sentences_file = test::source_dir() / "fixtures/sentences.yaml";
+  const auto sentences_file = test::sentences_file();
   std::vector<Sentence> sentences = load_sentences(sentences_file);
   for (size_t i = 0; sentences.size() < 20; ++i) {
     Sentence again = sentences[i];
