@@ -36,16 +36,12 @@ const Encoding& nurse() {
                                             {"s", "The nurse handed the doctor the scissors.", 0}, 512, "test");
   return e;
 }
-const std::filesystem::path& sentences_file() {
-  static const std::filesystem::path f = test::sentences_file();
-  return f;
-}
 
 }  // namespace
 
 TEST(Display, TheRuntimeShowsWhatTheTruthShowsOnEveryRow) {
-  const std::vector<Sentence> sentences = load_sentences(sentences_file());
-  const VerifyResult r = verify(bert_mini(), runtime_candidate(), sentences, sentences_file(), tolerances(), {.instrument = &instrument()});
+  const std::vector<Sentence> sentences = load_sentences(test::sentences_file());
+  const VerifyResult r = verify(bert_mini(), runtime_candidate(), sentences, test::sentences_file(), tolerances(), {.instrument = &instrument()});
   ASSERT_TRUE(r.display);
   const BertTokenizer tokenizer(bert_mini().vocab);
   size_t expected = 0;
@@ -95,9 +91,9 @@ TEST(Display, ARowThatSinksWhereTheTruthDoesNotIsWrongUnderEveryLens) {
 }
 
 TEST(Display, ACoarserDeclaredArithmeticLeavesMoreRowsUndecidableAndNoneWrong) {
-  const std::vector<Sentence> sentences = load_sentences(sentences_file());
-  const VerifyResult fp32 = verify(bert_mini(), runtime_candidate(), sentences, sentences_file(), tolerances(), {.instrument = &instrument()});
-  const VerifyResult int8 = verify(bert_mini(), runtime_candidate(), sentences, sentences_file(), tolerances(),
+  const std::vector<Sentence> sentences = load_sentences(test::sentences_file());
+  const VerifyResult fp32 = verify(bert_mini(), runtime_candidate(), sentences, test::sentences_file(), tolerances(), {.instrument = &instrument()});
+  const VerifyResult int8 = verify(bert_mini(), runtime_candidate(), sentences, test::sentences_file(), tolerances(),
                                              {.arithmetic = Arithmetic::int8, .instrument = &instrument()});
   ASSERT_TRUE(fp32.display && int8.display);
   EXPECT_EQ(int8.display->wrong(), 0u);  // the fp32 runtime errs far less than int8 may
@@ -115,7 +111,7 @@ TEST(Display, APlanWithoutADisplayFileOrWithABadOneIsBadInput) {
   test::write_file(dir / "plan.yaml",
                    test::read_file(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml"));
   const test::CommandResult r = test::run_cli("verify --model " + test::quoted(test::bert_mini()) + " --sentences " +
-                                              test::quoted(sentences_file()) + " --plan " +
+                                              test::quoted(test::sentences_file()) + " --plan " +
                                               test::quoted(dir / "plan.yaml"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("plan.display.yaml: no such file: the display verdict on study plan"), std::string::npos)
