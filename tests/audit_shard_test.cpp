@@ -215,10 +215,11 @@ TEST(AuditShard, ParsesKOverNAndSharesRoundRobin) {
     EXPECT_THROW(AuditShard::parse(bad), InputError) << bad;
 }
 
-// A corpus longer than the shown sentences: the shown rows come from every shard.
+// A corpus longer than the shown sentences: the shown rows come from every shard, and so, one
+// sentence each over 7 shards, do the rows past them.
 TEST(AuditMerge, EqualsTheSingleRunOnAGeneratedCorpusFor1And2And7Shards) {
   const fs::path dir = test::temp_dir("corpus");
-  write_corpus(dir / "corpus.txt", kShownSentences + 60, 5);
+  write_corpus(dir / "corpus.txt", kShownSentences + 7, 5);
   const StudyPlan plan = load_study_plan(corpus_plan(dir, dir / "corpus.txt"));
   expect_merge_equals_single(plan, dir);
 }
@@ -271,7 +272,7 @@ TEST(AuditMerge, RefusesPartialsOfAnotherPlanModelCorpusOrBuildAndMissingOrRepea
 // run's reports and exit code.
 TEST(AuditMerge, CliFaultsLeaveNoPartialAndARerunReplacesIt) {
   const fs::path dir = test::temp_dir("cli");
-  write_corpus(dir / "corpus.txt", 90, 5);
+  write_corpus(dir / "corpus.txt", 30, 5);
   // Sentence 4 (shard 1 of 3) is too long for the model: shard 1 fails on it.
   std::string corpus = test::read_file(dir / "corpus.txt");
   std::string too_long;
