@@ -218,8 +218,10 @@ TensorComparison compare_to_truth(const TensorSpec& spec, const Sides& sides, do
   return c;
 }
 
-// Runs `compare_one` over the schema, then fails every name either side holds that the schema lacks.
+// Runs `compare_one` over the schema but `unreachable`, then fails every name either side holds that the
+// schema lacks.
 TraceComparison compare_schema(const std::vector<const Trace*>& traces, const BertConfig& config,
+                               const std::set<std::string>& unreachable,
                                const std::function<TensorComparison(const TensorSpec&)>& compare_one) {
   TraceComparison result;
   for (const Trace* t : traces)
@@ -232,7 +234,7 @@ TraceComparison compare_schema(const std::vector<const Trace*>& traces, const Be
   std::set<std::string> expected;
   for (const TensorSpec& spec : schema) {
     expected.insert(spec.name);
-    result.tensors.push_back(compare_one(spec));
+    if (!unreachable.count(spec.name)) result.tensors.push_back(compare_one(spec));
   }
   for (const Trace* side : traces)
     for (const auto& [name, tensor] : side->tensors)
@@ -250,18 +252,20 @@ TraceComparison compare_schema(const std::vector<const Trace*>& traces, const Be
 }  // namespace
 
 TraceComparison compare_traces(const Trace& candidate, const Trace& reference,
-                               const ToleranceSet& tolerances, const BertConfig& config) {
-  return compare_schema({&candidate, &reference}, config, [&](const TensorSpec& spec) {
+                               const ToleranceSet& tolerances, const BertConfig& config,
+                               const std::set<std::string>& unreachable) {
+  return compare_schema({&candidate, &reference}, config, unreachable, [&](const TensorSpec& spec) {
     return compare_absolute(spec, candidate.find(spec.name), reference.find(spec.name), tolerances, reference);
   });
 }
 
 TraceComparison compare_derived(const Trace& candidate, const std::vector<const Trace*>& benchmarks,
-                                const Trace& truth, const Tolerances& tolerances, const BertConfig& config) {
+                                const Trace& truth, const Tolerances& tolerances, const BertConfig& config,
+                                const std::set<std::string>& unreachable) {
   std::vector<const Trace*> all = {&candidate, &truth};
   all.insert(all.end(), benchmarks.begin(), benchmarks.end());
   const double trace_rms = trace_rms_of(truth);
-  return compare_schema(all, config, [&](const TensorSpec& spec) {
+  return compare_schema(all, config, unreachable, [&](const TensorSpec& spec) {
     Sides sides = {{"candidate", candidate.find(spec.name)}, {"fp64 oracle", truth.find(spec.name)}};
     for (const Trace* b : benchmarks)
       sides.emplace_back(b->producer.empty() ? "benchmark" : b->producer, b->find(spec.name));

@@ -4,6 +4,7 @@
 // trace under absolute tolerances.
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,14 +67,19 @@ uint64_t ulp_distance(double a, double b);
 std::string element_label(const std::vector<Axis>& axes, const std::vector<int64_t>& shape,
                           size_t flat, const std::vector<std::string>& tokens);
 
+// Both rules compare every tensor of the schema but those in `unreachable`: tensors the candidate
+// declares it cannot give (CandidateRun::unreachable), left out rather than failed as missing.
+
 // The absolute rule: every element within atol + rtol |reference|.
 TraceComparison compare_traces(const Trace& candidate, const Trace& reference,
-                               const ToleranceSet& tolerances, const BertConfig& config);
+                               const ToleranceSet& tolerances, const BertConfig& config,
+                               const std::set<std::string>& unreachable = {});
 
 // The derived rule: per tensor, the candidate's error (ErrorRatio) at most k times the largest of the
 // benchmarks' errors, never counted below the floor. Every trace must be of the same input ids.
 TraceComparison compare_derived(const Trace& candidate, const std::vector<const Trace*>& benchmarks,
-                                const Trace& truth, const Tolerances& tolerances, const BertConfig& config);
+                                const Trace& truth, const Tolerances& tolerances, const BertConfig& config,
+                                const std::set<std::string>& unreachable = {});
 
 // The local verdict, added to a derived comparison: each tensor of `exact` (the candidate's op recomputed
 // from its own inputs, exactly) against `spread` (the same op in fp32, and its probes), by the same

@@ -13,6 +13,7 @@
 #include "model/error.h"
 #include "model/trace_io.h"
 #include "oracle/oracle.h"
+#include "runtime/lens.h"
 
 namespace lenscheck {
 
@@ -158,9 +159,12 @@ std::vector<const Trace*> Judge::References::benchmarks() const {
   return all;
 }
 
-TraceComparison Judge::judge(const Trace& candidate, const References& refs) const {
-  if (rule_ == Rule::absolute) return compare_traces(candidate, refs.benchmark, tolerances_.absolute, checkpoint_.config);
-  TraceComparison c = compare_derived(candidate, refs.benchmarks(), *refs.truth, tolerances_, checkpoint_.config);
+TraceComparison Judge::judge(const Trace& candidate, const References& refs,
+                             const std::set<std::string>& unreachable) const {
+  if (rule_ == Rule::absolute)
+    return compare_traces(candidate, refs.benchmark, tolerances_.absolute, checkpoint_.config, unreachable);
+  TraceComparison c =
+      compare_derived(candidate, refs.benchmarks(), *refs.truth, tolerances_, checkpoint_.config, unreachable);
   if (!c.problem.empty()) return c;
   try {
     const oracle::Oracle::LocalReferences local = oracles_->local->recompute_locally(candidate, kRoundingProbes);
@@ -219,9 +223,9 @@ ComparisonSummary summarise_verdicts(const std::vector<SentenceVerdict>& verdict
 
 // One sentence judged: the tensor gate, and the display verdict's rows where the options ask for one.
 void judge_sentence(const Judge& judge, const VerifyOptions& options, const BertConfig& config, SentenceVerdict& v,
-                    const Trace& candidate, const Encoding& encoding) {
+                    const Trace& candidate, const Encoding& encoding, const std::set<std::string>& unreachable) {
   const Judge::References refs = judge.references(encoding);
-  v.gate = judge.judge(candidate, refs);
+  v.gate = judge.judge(candidate, refs, unreachable);
   if (!options.instrument || judge.rule() != Rule::derived) return;
   v.display = compare_display(*options.instrument, v.sentence.id, candidate, *refs.truth, refs.benchmarks(),
                               config.num_hidden_layers, config.num_attention_heads, v.display_rows);
@@ -250,12 +254,41 @@ constexpr size_t kSentencesPerRun = 16;
 
 // The one body of verify and verify_reference: the candidate run on `inputs` a part at a time, each
 // part judged before the next. `r` holds the header and any notes so far.
+// The tensors a candidate's run declares unreachable, checked: names of the schema, never the last layer's
+// output, and what they leave the display verdict.
+std::set<std::string> unreachable_of(const CandidateRun& run, const Candidate& candidate, const BertConfig& config,
+                                     VerifyOptions& options, VerifyResult& r) {
+  const std::vector<std::string> schema = schema_names(config);
+  const std::string last = trace_name(config.num_hidden_layers - 1, LayerTensor::output);
+  std::set<std::string> names;
+  for (const Unreachable& u : run.unreachable) {
+    if (std::find(schema.begin(), schema.end(), u.tensor) == schema.end())
+      throw std::logic_error(fmt::format("{} declares {} unreachable, which is no tensor of the trace schema",
+                                         candidate.name, u.tensor));
+    if (u.tensor == last)
+      throw InputError(candidate.name,
+                       fmt::format("{} is unreachable ({}): there is nothing to judge the candidate by", last, u.why));
+    names.insert(u.tensor);
+  }
+  if (!options.instrument || names.empty()) return names;
+  for (int l = 0; l < config.num_hidden_layers; ++l)
+    for (Lens lens : kLenses)
+      if (names.count(lens_tensor(lens, l))) {
+        r.notes.push_back(fmt::format("no display verdict: the instrument shows {}, which the candidate cannot give",
+                                      lens_tensor(lens, l)));
+        options.instrument = nullptr;
+        return names;
+      }
+  return names;
+}
+
 VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candidate& candidate,
                              const std::vector<Sentence>& sentences, const std::vector<Encoding>& inputs,
-                             const Tolerances& tolerances, const VerifyOptions& options) {
+                             const Tolerances& tolerances, VerifyOptions options) {
   const Judge judge(ck, tolerances, options.rule, options.arithmetic.value_or(candidate.arithmetic));
   r.sentences.resize(sentences.size());
   std::string label = candidate.name;
+  std::set<std::string> unreachable;
   for (size_t first = 0; first < inputs.size(); first += kSentencesPerRun) {
     const std::vector<Encoding> part(inputs.begin() + first,
                                      inputs.begin() + std::min(inputs.size(), first + kSentencesPerRun));
@@ -265,12 +298,14 @@ VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candida
     if (first == 0) {  // what ran, as its first run says
       label = run.label;
       r.notes.insert(r.notes.end(), run.notes.begin(), run.notes.end());
+      r.unreachable = run.unreachable;
+      unreachable = unreachable_of(run, candidate, ck.config, options, r);
     }
     parallel_for(part.size(), options.threads, [&](size_t i) {
       SentenceVerdict& v = r.sentences[first + i];
       v.sentence = sentences[first + i];
       v.tokens = part[i].tokens;
-      judge_sentence(judge, options, ck.config, v, run.traces[i], part[i]);
+      judge_sentence(judge, options, ck.config, v, run.traces[i], part[i], unreachable);
     });
   }
   conclude(r, judge, options, label);

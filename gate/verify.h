@@ -73,6 +73,7 @@ struct SentenceVerdict {
 struct VerifyResult {
   std::string version, backend, model_dir, model_sha256, sentences_file, tolerances_file;
   std::vector<std::string> notes;
+  std::vector<Unreachable> unreachable;  // tensors the candidate could not give, left out of the gate
   std::vector<SentenceVerdict> sentences;
   ComparisonSummary gate;
   std::optional<DisplayVerdict> display;  // what the instrument shows, compared (VerifyOptions::instrument)
@@ -135,7 +136,8 @@ class Judge {
   References references(const Encoding& encoding) const;
   // The global verdict against `references`, and under the derived rule the local verdict: every tensor
   // recomputed by its op from the candidate's own inputs in the declared scheme.
-  TraceComparison judge(const Trace& candidate, const References& references) const;
+  TraceComparison judge(const Trace& candidate, const References& references,
+                        const std::set<std::string>& unreachable = {}) const;
   Rule rule() const { return rule_; }
   Arithmetic arithmetic() const { return arithmetic_; }
 

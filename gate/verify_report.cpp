@@ -204,6 +204,23 @@ std::string verify_heat_map(const VerifyResult& r) {
   return s;
 }
 
+// The tensors the candidate could not give, by family and reason: "`layer.*.attention.probs` (4 layers):
+// inside com.microsoft.Attention".
+std::string unreachable_lines(const VerifyResult& r) {
+  std::vector<std::pair<std::pair<std::string, std::string>, size_t>> groups;  // (family, why) → tensors
+  for (const Unreachable& u : r.unreachable) {
+    const std::pair<std::string, std::string> key{family_of(u.tensor), u.why};
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) groups.push_back({key, 1});
+    else ++it->second;
+  }
+  std::string s;
+  for (const auto& [key, count] : groups)
+    s += fmt::format("  - `{}`{}: {}\n", key.first,
+                     key.first.rfind("layer.*.", 0) == 0 ? fmt::format(" ({} layers)", count) : "", key.second);
+  return s;
+}
+
 void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& file) {
   std::string s = fmt::format("# lenscheck verify — {}\n\n", r.pass() ? "PASS" : "FAIL");
   s += fmt::format("- build: `{}`\n- model: `{}` (model.safetensors SHA-256 `{}`)\n"
@@ -214,6 +231,10 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
     s += fmt::format("- declared arithmetic: {} (the benchmark: {})\n", arithmetic_name(r.gate.arithmetic),
                      benchmark_label(r.gate.arithmetic));
   for (const std::string& n : r.notes) s += fmt::format("- note: {}\n", n);
+  if (!r.unreachable.empty())
+    s += fmt::format("- tensors judged: {} families (the table below); not judged, {} tensors the candidate cannot "
+                     "give:\n{}",
+                     r.gate.families.size(), r.unreachable.size(), unreachable_lines(r));
   s += r.gate.rule == Rule::derived
            ? fmt::format("\nThe derived rule: per tensor and sentence, the candidate's error against the fp64 oracle (the "
              "truth) over {}'s on the same model and input. An error is the rms over the tensor of "
@@ -256,6 +277,7 @@ void write_verify_json(const VerifyResult& r, const std::filesystem::path& file)
   j["sentences_file"] = r.sentences_file;
   j["tolerances_file"] = r.tolerances_file;
   j["gate"] = summary_json(r.gate);
+  for (const Unreachable& u : r.unreachable) j["unreachable"].push_back({{"tensor", u.tensor}, {"why", u.why}});
   if (r.display) {
     const DisplayVerdict& d = *r.display;
     nlohmann::ordered_json dj = {{"pass", d.pass()}, {"plan", d.instrument.plan_file.string()},

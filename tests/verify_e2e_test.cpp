@@ -7,13 +7,17 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "audit/study_plan.h"
 #include "common/report_file.h"
 #include "gate/verify.h"
+#include "gate/verify_report.h"
+#include "model/error.h"
 #include "model/trace_io.h"
 #include "runtime/encoder.h"
 #include "tests/test_support.h"
 
 using namespace lenscheck;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -22,6 +26,25 @@ const Checkpoint& bert_mini() {
   return ck;
 }
 using test::quoted;
+
+// The runtime with its attention scores and probabilities taken out of every trace; `declared`: its runs
+// say so, as a candidate that cannot reach them does.
+Candidate runtime_without_attention(bool declared) {
+  Candidate c = runtime_candidate();
+  c.run = [run = c.run, declared](const Checkpoint& ck, const std::vector<Encoding>& inputs,
+                                  const runtime::Stages* stages, unsigned threads) {
+    CandidateRun r = run(ck, inputs, stages, threads);
+    auto attention = [](const auto& named) {
+      return named.first.ends_with(".attention.scores") || named.first.ends_with(".attention.probs");
+    };
+    for (Trace& t : r.traces) std::erase_if(t.tensors, attention);
+    for (int l = 0; declared && l < ck.config.num_hidden_layers; ++l)
+      for (LayerTensor t : {LayerTensor::scores, LayerTensor::probs})
+        r.unreachable.push_back({trace_name(l, t), "taken out by the test"});
+    return r;
+  };
+  return c;
+}
 
 }  // namespace
 
@@ -52,6 +75,52 @@ TEST(VerifyEndToEnd, TheRuntimePassesTheDerivedGateOnEveryTensorOfEverySentence)
       EXPECT_LE(f.max_rel, 1e-6);
     }
   }
+}
+
+// A candidate that cannot give some tensors is judged on the others, and the reports name what it could not
+// give; a tensor missing unannounced still fails, and without the last layer's output there is no verdict.
+TEST(VerifyEndToEnd, APartialTraceIsJudgedOnWhatItHoldsAndTheReportNamesWhatItCannotGive) {
+  const fs::path dir = test::temp_dir("partial");
+  test::write_file(dir / "one.yaml", "sentences:\n  - id: nurse\n    text: The nurse handed the doctor the scissors.\n");
+  const std::vector<Sentence> sentences = load_sentences(dir / "one.yaml");
+  const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  const Instrument instrument =
+      instrument_of(load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml"));
+  const int layers = bert_mini().config.num_hidden_layers;
+
+  const VerifyResult partial =
+      verify(bert_mini(), runtime_without_attention(true), sentences, dir / "one.yaml", tol, {.instrument = &instrument});
+  EXPECT_TRUE(partial.pass());
+  EXPECT_EQ(partial.unreachable.size(), size_t(2 * layers));
+  EXPECT_EQ(partial.sentences[0].gate.tensors.size(), trace_schema(bert_mini().config, 1).size() - 2 * layers);
+  for (const TensorSummary& f : partial.gate.families) EXPECT_EQ(f.name.find(".attention.probs"), std::string::npos);
+  // The instrument shows the probabilities: no display verdict, and the reports say why.
+  EXPECT_FALSE(partial.display);
+  EXPECT_NE(std::find(partial.notes.begin(), partial.notes.end(),
+                      "no display verdict: the instrument shows layer.0.attention.probs, which the candidate cannot give"),
+            partial.notes.end());
+  write_verify_markdown(partial, dir / "verify.md");
+  EXPECT_NE(test::read_file(dir / "verify.md")
+                .find(fmt::format("  - `layer.*.attention.probs` ({} layers): taken out by the test", layers)),
+            std::string::npos)
+      << test::read_file(dir / "verify.md");
+
+  const VerifyResult unannounced =
+      verify(bert_mini(), runtime_without_attention(false), sentences, dir / "one.yaml", tol, {});
+  EXPECT_FALSE(unannounced.pass());
+  const auto probs = std::find_if(unannounced.gate.tensors.begin(), unannounced.gate.tensors.end(),
+                                  [](const TensorSummary& t) { return t.name == "layer.0.attention.probs"; });
+  ASSERT_NE(probs, unannounced.gate.tensors.end());
+  EXPECT_NE(probs->problem.find("missing from the candidate trace"), std::string::npos) << probs->problem;
+
+  Candidate without_output = runtime_candidate();
+  without_output.run = [run = without_output.run](const Checkpoint& ck, const std::vector<Encoding>& inputs,
+                                                  const runtime::Stages* stages, unsigned threads) {
+    CandidateRun r = run(ck, inputs, stages, threads);
+    r.unreachable.push_back({trace_name(ck.config.num_hidden_layers - 1, LayerTensor::output), "not in the graph"});
+    return r;
+  };
+  EXPECT_THROW(verify(bert_mini(), without_output, sentences, dir / "one.yaml", tol, {}), InputError);
 }
 
 TEST(VerifyEndToEnd, TheAbsoluteRuleIsThereWhenAskedFor) {
