@@ -11,6 +11,7 @@
 #include "gate/verify.h"
 #include "gate/verify_report.h"
 #include "onnx/candidate.h"
+#include "onnx/shipped_graph.h"
 
 namespace lenscheck::cli {
 
@@ -85,8 +86,10 @@ Command add_verify(CLI::App& app, const Shared& shared) {
                                                  "its benchmark computes and each op is recomputed: fp32, tf32, bf16, "
                                                  "fp16, fp16-ort-cpu or int8. Default: the candidate's own (the runtime "
                                                  "fp32, onnxruntime:fp16 fp16-ort-cpu, a reference trace its precision)");
-  command->add_option("--candidate", o->candidate, "runtime, or onnxruntime[:fp16|:int8]: the checkpoint exported to "
-                                                  "ONNX and run in onnxruntime-node (CPU) on every sentence")
+  command->add_option("--candidate", o->candidate, "runtime; onnxruntime[:fp16|:int8]: the checkpoint exported to "
+                                                  "ONNX with every trace tensor and run in onnxruntime-node (CPU) on "
+                                                  "every sentence; or onnx:PATH, a graph as shipped, its trace tensors "
+                                                  "found by their patterns and judged, the rest listed as not judged")
       ->capture_default_str();
   command->add_option("--ort-threads", o->ort.ort.intra_op_threads, "onnxruntime: intra-op threads")
       ->capture_default_str()->check(CLI::Range(1, 256));
@@ -114,7 +117,9 @@ Command add_verify(CLI::App& app, const Shared& shared) {
             if (!o->reference.empty()) return report(verify_reference(ck, o->reference, tol, options), *o);
             const auto sentences = load_sentences(data.checked(o->sentences));
             Candidate candidate = runtime_candidate();
-            if (o->candidate != "runtime") {
+            if (o->candidate.rfind("onnx:", 0) == 0) {
+              candidate = onnx_export::shipped_candidate(o->candidate.substr(5), o->ort.ort);
+            } else if (o->candidate != "runtime") {
               o->ort.variant = onnx_export::parse_candidate(o->candidate);
               candidate = onnx_export::candidate(o->ort);
             }

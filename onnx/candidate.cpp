@@ -16,8 +16,8 @@ Variant parse_candidate(const std::string& candidate) {
     const std::string variant = candidate.substr(prefix.size());
     if (variant == "fp16" || variant == "int8") return parse_variant(variant);
   }
-  throw InputError("--candidate", fmt::format("\"{}\" is not runtime, onnxruntime, onnxruntime:fp16 or "
-                                              "onnxruntime:int8", candidate));
+  throw InputError("--candidate", fmt::format("\"{}\" is not runtime, onnxruntime, onnxruntime:fp16, onnxruntime:int8 "
+                                              "or onnx:PATH", candidate));
 }
 
 Arithmetic declared_arithmetic(Variant variant) {

@@ -52,11 +52,17 @@ async function main() {
   for (let i = 0; i < request.sentences.length; ++i) {
     const ids = request.sentences[i];
     const dims = [1, ids.length];
-    const feeds = {
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), dims),
-      attention_mask: new ort.Tensor('int64', new BigInt64Array(ids.length).fill(1n), dims),
-      token_type_ids: new ort.Tensor('int64', new BigInt64Array(ids.length), dims),
+    // The inputs the graph has of BertModel's three: a shipped graph may lack the mask or the token types.
+    const inputs = {
+      input_ids: () => new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), dims),
+      attention_mask: () => new ort.Tensor('int64', new BigInt64Array(ids.length).fill(1n), dims),
+      token_type_ids: () => new ort.Tensor('int64', new BigInt64Array(ids.length), dims),
     };
+    const feeds = {};
+    for (const name of session.inputNames) {
+      if (!(name in inputs)) throw new Error(`the graph has an input ${name}, not one of BertModel's`);
+      feeds[name] = inputs[name]();
+    }
     const run = process.hrtime.bigint();
     const results = await session.run(feeds, fetches);
     const run_ms = ms(run);

@@ -12,3 +12,4 @@ for fixture in trained-mini bert-base-shape; do
   build/lenscheck verify --model build/fixtures/$fixture --threads 0 --report reports/verify-$fixture.md | tail -2
 done
 scripts/onnxruntime-report.sh   # reports/verify-onnxruntime.md: ONNX Runtime at fp32, fp16 and int8
+scripts/onnx-file-report.sh     # reports/verify-onnx-file.md: graphs as shipped, judged with onnx:PATH

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# reports/verify-onnx-file.md: graphs as users ship them judged with `verify --candidate onnx:PATH` on
+# trained-mini and the 14 bundled sentences: lenscheck's own exports without --trace at fp32, fp16 and
+# int8, and bert-mini's fp32 export judged as if it were trained-mini's (another checkpoint's graph). Per
+# graph: its verdict, the tensor families judged and those it cannot give, and why. From an existing build
+# (scripts/build.sh) and its fixtures. Exit 1 if a graph of trained-mini fails, or bert-mini's passes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cli=build/lenscheck out=reports/onnx-file graphs=build/onnx-files
+mkdir -p "$out" "$graphs"
+for variant in fp32 fp16 int8; do
+  $cli export-onnx --model build/fixtures/trained-mini --variant $variant --out $graphs/trained-mini-$variant.onnx >/dev/null
+done
+$cli export-onnx --model build/fixtures/bert-mini --variant fp32 --out $graphs/bert-mini-fp32.onnx >/dev/null
+runs=(trained-mini-fp32 trained-mini-fp16 trained-mini-int8 bert-mini-fp32)
+declare -A code
+for run in "${runs[@]}"; do
+  set +e
+  $cli verify --model build/fixtures/trained-mini --candidate onnx:$graphs/$run.onnx --threads 0 \
+    --report $out/$run.md --json $out/$run.json > $out/$run.txt 2>&1
+  code[$run]=$?
+  set -e
+done
+{
+  echo "# Graphs as shipped, judged: \`verify --candidate onnx:PATH\`"
+  echo
+  echo "\`scripts/onnx-file-report.sh\` on $(git describe --always --dirty): each graph run in onnxruntime-node"
+  echo "$(node -p 'require("./.deps/npm/node_modules/onnxruntime-node/package.json").version') (CPU, 1 intra-op thread, graph optimization all) on the 14 bundled sentences, judged"
+  echo "against trained-mini by the derived rule under the scheme the graph implies (its initializers and ops)."
+  echo "The trace tensors are found in the graph by the patterns they form (onnx/shipped_graph.h) and made outputs"
+  echo "of a copy; what is not found is listed, not judged. Full reports: \`reports/onnx-file/<graph>.md\`."
+  echo
+  for run in "${runs[@]}"; do
+    echo "## $run.onnx"
+    echo
+    echo "- exit ${code[$run]}: $(grep -m1 'vs oracle fp64' $out/$run.txt)"
+    grep -E '^note: (candidate|found in the graph|no display verdict)' $out/$run.txt | sed 's/^note: /- /'
+    grep -A20 '^- tensors judged' $out/$run.md | grep -E '^(- tensors judged|  - )' || true
+    echo
+    echo "| family | global (median) · local |"
+    echo "|---|---|"
+    grep -E '^  [a-z]' $out/$run.txt |
+      sed -E 's/^ +([^ ]+) +([0-9.e+]+)x.*median ([0-9.e+]+)x.*; local (global only|[0-9.e+]+)x?.*/| `\1` | \2× (\3×) · \4× |/; s/global only×/global only/'
+    echo
+  done
+} > reports/verify-onnx-file.md
+echo "wrote reports/verify-onnx-file.md"
+for run in trained-mini-fp32 trained-mini-fp16 trained-mini-int8; do ((code[$run] == 0)) || exit 1; done
+((code[bert-mini-fp32] == 1))

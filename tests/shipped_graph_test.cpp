@@ -1,0 +1,154 @@
+// `--candidate onnx:PATH`: a graph as its user ships it (here lenscheck's own export without --trace, at
+// fp32, fp16 and int8), its trace tensors found by their patterns and judged, the rest listed as not
+// judged; a copy with one weight moved by one per mille fails, and bad graphs are bad input naming the file.
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "gate/verify.h"
+#include "model/checkpoint.h"
+#include "model/error.h"
+#include "onnx/export.h"
+#include "onnx/shipped_graph.h"
+#include "tests/test_support.h"
+
+using namespace lenscheck;
+namespace fs = std::filesystem;
+
+namespace {
+
+const Checkpoint& trained_mini() {
+  static const Checkpoint ck = load_checkpoint(test::fixture("trained-mini"));
+  return ck;
+}
+const Tolerances& tolerances() {
+  static const Tolerances t = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  return t;
+}
+const fs::path& two_sentences() {
+  static const fs::path file = [] {
+    const fs::path f = test::temp_dir("sentences") / "two.yaml";
+    test::write_file(f, "sentences:\n  - id: nurse\n    text: The nurse handed the doctor the scissors.\n"
+                        "  - id: short\n    text: Time heals.\n");
+    return f;
+  }();
+  return file;
+}
+
+fs::path exported(onnx_export::Variant variant) {
+  const fs::path file = test::temp_dir("graphs") / fmt::format("model-{}.onnx", onnx_export::variant_name(variant));
+  if (!fs::exists(file)) onnx_export::export_onnx(trained_mini(), {.variant = variant, .trace = false}, file);
+  return file;
+}
+
+onnx::ModelProto read(const fs::path& file) {
+  onnx::ModelProto m;
+  std::ifstream in(file, std::ios::binary);
+  EXPECT_TRUE(m.ParseFromIstream(&in)) << file;
+  return m;
+}
+void write(const onnx::ModelProto& m, const fs::path& file) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  ASSERT_TRUE(m.SerializeToOstream(&out)) << file;
+}
+
+VerifyResult verified(const fs::path& graph) {
+  return verify(trained_mini(), onnx_export::shipped_candidate(graph, {}), load_sentences(two_sentences()),
+                two_sentences(), tolerances(), {});
+}
+
+class ShippedGraph : public testing::TestWithParam<onnx_export::Variant> {};
+
+}  // namespace
+
+TEST_P(ShippedGraph, PassesWithItsAttentionAndLayerNormsFoundAndTheRestListed) {
+  const VerifyResult r = verified(exported(GetParam()));
+  EXPECT_TRUE(r.pass());
+  const int layers = trained_mini().config.num_hidden_layers;
+  // Everything but the lenses and the FFN's activation: per layer 5 lens tensors and the intermediate.
+  EXPECT_EQ(r.unreachable.size(), size_t(6 * layers));
+  for (const char* family : {"embeddings.output", "layer.*.attention.query", "layer.*.attention.key",
+                             "layer.*.attention.value", "layer.*.attention.scores", "layer.*.attention.probs",
+                             "layer.*.attention.context", "layer.*.attention.output", "layer.*.output"}) {
+    const auto judged = std::find_if(r.gate.families.begin(), r.gate.families.end(),
+                                     [&](const TensorSummary& f) { return f.name == family; });
+    ASSERT_NE(judged, r.gate.families.end()) << family;
+    EXPECT_EQ(judged->compared, size_t(2 * (std::string(family).starts_with("layer.") ? layers : 1))) << family;
+  }
+}
+
+TEST_P(ShippedGraph, FailsACopyWithTheLastLayersValueWeightScaledByOnePerMille) {
+  onnx::ModelProto m = read(exported(GetParam()));
+  const std::string name = GetParam() == onnx_export::Variant::int8 ? "encoder.layer.3.attention.self.value.weight_scale"
+                                                                     : "encoder.layer.3.attention.self.value.weight_t";
+  bool scaled = false;
+  for (onnx::TensorProto& t : *m.mutable_graph()->mutable_initializer()) {
+    if (t.name() != name) continue;
+    std::string& raw = *t.mutable_raw_data();
+    if (t.data_type() == onnx::TensorProto::FLOAT) {
+      for (size_t i = 0; i < raw.size(); i += 4) {
+        float v;
+        std::memcpy(&v, raw.data() + i, 4);
+        v *= 1.001f;
+        std::memcpy(raw.data() + i, &v, 4);
+      }
+    } else {  // float16: one per mille is about two steps of its 10-bit significand; x · 1.001 rounded
+      ASSERT_EQ(t.data_type(), onnx::TensorProto::FLOAT16);
+      for (size_t i = 0; i < raw.size(); i += 2) {
+        _Float16 h;
+        std::memcpy(&h, raw.data() + i, 2);
+        h = static_cast<_Float16>(static_cast<float>(h) * 1.001f);
+        std::memcpy(raw.data() + i, &h, 2);
+      }
+    }
+    scaled = true;
+  }
+  ASSERT_TRUE(scaled) << name;
+  const fs::path copy = test::temp_dir("faulty") / "model.onnx";
+  write(m, copy);
+  const VerifyResult r = verified(copy);
+  EXPECT_FALSE(r.pass());
+  // Blamed on the op that uses the weight, as the value projection is recomputed from the graph's own input.
+  const TensorComparison* blamed = r.sentences[0].gate.first_local_failure();
+  ASSERT_NE(blamed, nullptr);
+  EXPECT_EQ(blamed->name, "layer.3.attention.value");
+}
+
+INSTANTIATE_TEST_SUITE_P(OnnxRuntime, ShippedGraph,
+                         testing::Values(onnx_export::Variant::fp32, onnx_export::Variant::fp16,
+                                         onnx_export::Variant::int8),
+                         [](const auto& info) { return onnx_export::variant_name(info.param); });
+
+TEST(ShippedGraphInput, NotOnnxNoOutputOrAnotherHiddenSizeIsBadInputNamingTheFile) {
+  const fs::path dir = test::temp_dir("bad");
+  test::write_file(dir / "text.onnx", "not a graph\n");
+  EXPECT_THROW(onnx_export::shipped_candidate(dir / "text.onnx", {}), InputError);
+
+  onnx::ModelProto m = read(exported(onnx_export::Variant::fp32));
+  m.mutable_graph()->mutable_output(0)->set_name("pooler_output");
+  write(m, dir / "renamed.onnx");
+  try {
+    verified(dir / "renamed.onnx");
+    ADD_FAILURE() << "a graph without last_hidden_state was judged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("renamed.onnx"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no output named last_hidden_state (its outputs: pooler_output)"),
+              std::string::npos)
+        << e.what();
+  }
+
+  m = read(exported(onnx_export::Variant::fp32));
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_value(128);
+  write(m, dir / "narrow.onnx");
+  try {
+    verified(dir / "narrow.onnx");
+    ADD_FAILURE() << "a graph of another hidden size was judged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("last_hidden_state has 128 features; the checkpoint's hidden size is"),
+              std::string::npos)
+        << e.what();
+  }
+}
