@@ -40,6 +40,8 @@ struct VerifyOptionsText {
 
 int report(const VerifyResult& r, const VerifyOptionsText& o) {
   for (const std::string& n : r.notes) fmt::print(stderr, "note: {}\n", n);
+  for (size_t i = 0; i < std::min<size_t>(3, r.weights_differ.size()); ++i) fmt::print("weights: {}\n", r.weights_differ[i]);
+  if (r.weights_differ.size() > 3) fmt::print("weights: … and {} more parameters differ\n", r.weights_differ.size() - 3);
   print_summary(r.gate);
   for (const SentenceVerdict& v : r.sentences)
     if (const TensorComparison* first = v.gate.first_divergence()) {

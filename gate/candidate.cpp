@@ -19,7 +19,9 @@ Candidate runtime_candidate() {
   c.run = [](const Checkpoint& ck, const std::vector<Encoding>& inputs, const runtime::Stages* stages,
              unsigned threads) {
     const runtime::Encoder encoder(ck.config, ck.weights, 1, stages ? *stages : runtime::shipped_stages());
-    CandidateRun r{std::vector<Trace>(inputs.size()), "runtime fp32", {}, {}};
+    CandidateRun r;
+    r.traces.resize(inputs.size());
+    r.label = "runtime fp32";
     parallel_for(inputs.size(), threads, [&](size_t i) { r.traces[i] = encoder.forward(inputs[i]); });
     return r;
   };
@@ -78,7 +80,8 @@ ReferenceTraces reference_traces(const Checkpoint& ck, const std::filesystem::pa
   r.candidate.run = [held, producer](const Checkpoint&, const std::vector<Encoding>& inputs,
                                      const runtime::Stages* stages, unsigned) {
     if (stages) throw std::logic_error("a reference trace's stages cannot be replaced");
-    CandidateRun run{{}, producer, {}, {}};
+    CandidateRun run;
+    run.label = producer;
     for (const Encoding& e : inputs) {
       const auto it = held->traces.find(e.ids);
       if (it == held->traces.end()) throw std::logic_error("no reference trace of these input ids");

@@ -31,6 +31,9 @@ struct CandidateRun {
   std::string label;
   std::vector<std::string> notes;
   std::vector<Unreachable> unreachable;  // the same for every input
+  // Where the candidate's weights are not the checkpoint's (a graph exported from another one): each
+  // differing parameter, and no trace: the verdict fails before any sentence runs.
+  std::vector<std::string> weights_differ;
 };
 
 struct Candidate {

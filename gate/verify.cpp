@@ -53,7 +53,7 @@ bool ComparisonSummary::pass() const {
 }
 
 bool VerifyResult::pass() const {
-  if (sentences.empty() || !gate.pass() || (display && !display->pass())) return false;
+  if (!weights_differ.empty() || sentences.empty() || !gate.pass() || (display && !display->pass())) return false;
   for (const SentenceVerdict& s : sentences)
     if (!s.gate.pass()) return false;
   return true;
@@ -293,6 +293,13 @@ VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candida
     const std::vector<Encoding> part(inputs.begin() + first,
                                      inputs.begin() + std::min(inputs.size(), first + kSentencesPerRun));
     const CandidateRun run = candidate.run(ck, part, nullptr, options.threads);
+    if (!run.weights_differ.empty()) {  // not the checkpoint's model: nothing to judge it on
+      r.notes.insert(r.notes.end(), run.notes.begin(), run.notes.end());
+      r.weights_differ = run.weights_differ;
+      r.sentences.clear();
+      conclude(r, judge, {.rule = options.rule}, run.label);
+      return r;
+    }
     if (run.traces.size() != part.size())
       throw InputError(candidate.name, fmt::format("{} traces for {} sentences", run.traces.size(), part.size()));
     if (first == 0) {  // what ran, as its first run says

@@ -74,6 +74,7 @@ struct VerifyResult {
   std::string version, backend, model_dir, model_sha256, sentences_file, tolerances_file;
   std::vector<std::string> notes;
   std::vector<Unreachable> unreachable;  // tensors the candidate could not give, left out of the gate
+  std::vector<std::string> weights_differ;  // its parameters that are not the checkpoint's: no sentence judged
   std::vector<SentenceVerdict> sentences;
   ComparisonSummary gate;
   std::optional<DisplayVerdict> display;  // what the instrument shows, compared (VerifyOptions::instrument)

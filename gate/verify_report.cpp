@@ -231,6 +231,9 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
     s += fmt::format("- declared arithmetic: {} (the benchmark: {})\n", arithmetic_name(r.gate.arithmetic),
                      benchmark_label(r.gate.arithmetic));
   for (const std::string& n : r.notes) s += fmt::format("- note: {}\n", n);
+  if (!r.weights_differ.empty())
+    s += fmt::format("- **weights: not the checkpoint's**, so no sentence was run: {} parameters differ; the first, {}\n",
+                     r.weights_differ.size(), r.weights_differ.front());
   if (!r.unreachable.empty())
     s += fmt::format("- tensors judged: {} families (the table below); not judged, {} tensors the candidate cannot "
                      "give:\n{}",
@@ -278,6 +281,7 @@ void write_verify_json(const VerifyResult& r, const std::filesystem::path& file)
   j["tolerances_file"] = r.tolerances_file;
   j["gate"] = summary_json(r.gate);
   for (const Unreachable& u : r.unreachable) j["unreachable"].push_back({{"tensor", u.tensor}, {"why", u.why}});
+  for (const std::string& w : r.weights_differ) j["weights_differ"].push_back(w);
   if (r.display) {
     const DisplayVerdict& d = *r.display;
     nlohmann::ordered_json dj = {{"pass", d.pass()}, {"plan", d.instrument.plan_file.string()},

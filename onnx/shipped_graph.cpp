@@ -4,6 +4,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -73,12 +75,118 @@ class GraphIndex {
     const onnx::NodeProto* n = producer(value);
     return constants_.count(value) || (n && n->op_type() == "Constant");
   }
+  const onnx::TensorProto* initializer(const std::string& value) const {
+    for (const onnx::TensorProto& t : g_.initializer())
+      if (t.name() == value) return &t;
+    return nullptr;
+  }
 
  private:
   const onnx::GraphProto& g_;
   std::map<std::string, int> producer_;
   std::set<std::string> constants_;
 };
+
+// A linear layer as exporters write it: MatMul(x, W[in, out]) + b, or quantize_dynamic's
+// DynamicQuantizeLinear(x) → MatMulInteger(x_q, W_q[in, out]) → Cast → Mul(x_scale · w_scale) + b.
+struct Linear {
+  std::string input;                     // x
+  const onnx::TensorProto* weight;       // [in, out]: float, float16 or int8
+  const onnx::TensorProto* scale;        // int8: one per output channel
+  const onnx::TensorProto* bias;
+};
+
+// The linear layer whose output (after its bias) is `value`, if the pattern is there.
+std::optional<Linear> linear_behind(const GraphIndex& graph, const std::string& value) {
+  const onnx::NodeProto* add = graph.made_by(value, "Add");
+  if (!add || add->input_size() != 2) return std::nullopt;
+  Linear lin{"", nullptr, nullptr, nullptr};
+  std::string product;
+  for (const std::string& in : add->input()) {
+    if (const onnx::TensorProto* t = graph.initializer(in)) lin.bias = t;
+    else product = in;
+  }
+  if (!lin.bias) return std::nullopt;
+  if (const onnx::NodeProto* mm = graph.made_by(product, "MatMul")) {
+    lin.input = mm->input(0);
+    lin.weight = graph.initializer(mm->input(1));
+    return lin.weight ? std::optional(lin) : std::nullopt;
+  }
+  const onnx::NodeProto* mul = graph.made_by(product, "Mul");
+  for (int i = 0; mul && i < 2; ++i) {
+    const onnx::NodeProto* cast = graph.made_by(mul->input(i), "Cast");
+    const onnx::NodeProto* mmi = cast ? graph.made_by(cast->input(0), "MatMulInteger") : nullptr;
+    const onnx::NodeProto* scales = graph.made_by(mul->input(1 - i), "Mul");
+    const onnx::NodeProto* dql = mmi ? graph.made_by(mmi->input(0), "DynamicQuantizeLinear") : nullptr;
+    if (!dql || !scales) continue;
+    lin.input = dql->input(0);
+    lin.weight = graph.initializer(mmi->input(1));
+    for (const std::string& in : scales->input())
+      if (const onnx::TensorProto* t = graph.initializer(in)) lin.scale = t;
+    return lin.weight && lin.scale ? std::optional(lin) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// An initializer's values as floats: float32, float16, or int8 times its scale per output channel (the
+// last axis).
+std::vector<double> values_of(const onnx::TensorProto& t, const onnx::TensorProto* scale) {
+  const std::string& raw = t.raw_data();
+  std::vector<double> v;
+  if (t.data_type() == onnx::TensorProto::FLOAT) {
+    if (raw.empty()) v.assign(t.float_data().begin(), t.float_data().end());
+    for (size_t i = 0; i + 4 <= raw.size(); i += 4) {
+      float f;
+      std::memcpy(&f, raw.data() + i, 4);
+      v.push_back(f);
+    }
+  } else if (t.data_type() == onnx::TensorProto::FLOAT16) {
+    for (size_t i = 0; i + 2 <= raw.size(); i += 2) {
+      _Float16 h;
+      std::memcpy(&h, raw.data() + i, 2);
+      v.push_back(static_cast<float>(h));
+    }
+  } else if (t.data_type() == onnx::TensorProto::INT8 && scale) {
+    const std::vector<double> scales = values_of(*scale, nullptr);
+    for (size_t i = 0; i < raw.size() && !scales.empty(); ++i)
+      v.push_back(double(static_cast<int8_t>(raw[i])) * scales[i % scales.size()]);
+  }
+  return v;
+}
+
+// One parameter of the checkpoint against the graph's: equal in fp32, equal once rounded to the
+// nearest float16, or within half a quantization step of its channel (quantize_dynamic rounds each weight
+// to the nearest multiple of its channel's scale). `transposed`: the graph holds W[in, out] of the
+// checkpoint's W[out, in]. Returns the problem, or nothing.
+std::optional<std::string> differs(const std::string& name, const Param& p, const onnx::TensorProto& t,
+                                   const onnx::TensorProto* scale, bool transposed) {
+  const std::vector<double> g = values_of(t, scale);
+  if (g.size() != p.values.size())
+    return fmt::format("{} has {} values in the graph, {} in the checkpoint", name, g.size(), p.values.size());
+  const size_t out = p.shape.size() == 2 ? size_t(p.shape[0]) : 1, in = p.values.size() / out;
+  const std::vector<double> scales = scale ? values_of(*scale, nullptr) : std::vector<double>{};
+  double worst = 0;
+  size_t at = 0;
+  bool wrong = false;
+  for (size_t o = 0; o < out; ++o)
+    for (size_t i = 0; i < in; ++i) {
+      const double want = p.values[o * in + i], got = g[transposed ? i * out + o : o * in + i];
+      const double expected = t.data_type() == onnx::TensorProto::FLOAT16 ? double(static_cast<_Float16>(float(want)))
+                                                                           : want;
+      // int8: half a step of the channel, plus the fp32 rounding of w / scale before it is rounded to an
+      // integer (2^-24 of |w / scale| steps, doubled).
+      const double slack = scale ? 0.5 * scales[o] + std::abs(want) * 0x1p-23 : 0.0;
+      const double d = std::abs(got - expected);
+      if (d > slack) wrong = true;
+      if (d > worst) {
+        worst = d;
+        at = o * in + i;
+      }
+    }
+  if (!wrong) return std::nullopt;
+  return fmt::format("{} differs from the checkpoint's: max |Δ| {:.3g} (at {})", name, worst,
+                     p.shape.size() == 2 ? fmt::format("[{}, {}]", at / in, at % in) : fmt::format("[{}]", at));
+}
 
 int64_t perm_attribute(const onnx::NodeProto& n, size_t at) {
   for (const onnx::AttributeProto& a : n.attribute())
@@ -114,10 +222,101 @@ std::map<LT, std::string> attention_of(const GraphIndex& graph, const onnx::Node
   return found;
 }
 
+// The value `steps` producers back from `value` (through non-constant inputs) that a linear layer with a
+// weight of `in` × `out` makes: the FFN's first layer, behind its activation.
+std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, int64_t in, int64_t out) {
+  std::vector<std::string> frontier = {value};
+  for (int steps = 0; steps < 12 && !frontier.empty(); ++steps) {
+    std::vector<std::string> next;
+    for (const std::string& v : frontier) {
+      if (const std::optional<Linear> lin = linear_behind(graph, v))
+        if (lin->weight->dims_size() == 2 && lin->weight->dims(0) == in && lin->weight->dims(1) == out) return lin;
+      if (const onnx::NodeProto* n = graph.producer(v))
+        for (const std::string& i : n->input())
+          if (!i.empty() && !graph.constant(i)) next.push_back(i);
+    }
+    frontier = std::move(next);
+  }
+  return std::nullopt;
+}
+
+// Every parameter the graph's patterns locate, against the checkpoint's; where the FFN's second linear
+// layer is found, its input is the activation's output: the layer's intermediate.
+void check_weights(const GraphIndex& graph, const BertConfig& config, const BertWeights& w,
+                   const std::vector<const onnx::NodeProto*>& norms, std::map<std::string, std::string>& found,
+                   FoundGraph& f) {
+  auto check = [&](const std::string& name, const Param& p, const onnx::TensorProto* t,
+                   const onnx::TensorProto* scale, bool transposed) {
+    if (!t) {
+      f.weights_not_found.push_back(name);
+      return;
+    }
+    ++f.weights_checked;
+    if (const std::optional<std::string> problem = differs(name, p, *t, scale, transposed))
+      f.weight_problems.push_back(*problem);
+  };
+  auto check_linear = [&](const std::string& prefix, const std::optional<Linear>& lin, const Param& weight,
+                          const Param& bias) {
+    check(prefix + ".weight", weight, lin ? lin->weight : nullptr, lin ? lin->scale : nullptr, true);
+    check(prefix + ".bias", bias, lin ? lin->bias : nullptr, nullptr, false);
+  };
+  // The embedding tables, by the shapes their Gathers and Slices read.
+  std::map<int64_t, const onnx::TensorProto*> tables;  // rows → table
+  for (const char* op : {"Gather", "Slice"})
+    for (const onnx::NodeProto* n : graph.nodes(op))
+      if (const onnx::TensorProto* t = graph.initializer(n->input(0)))
+        if (t->dims_size() == 2 && t->dims(1) == config.hidden_size) tables[t->dims(0)] = t;
+  auto table = [&](int64_t rows) { return tables.count(rows) ? tables[rows] : nullptr; };
+  check("embeddings.word_embeddings.weight", w.word_embeddings, table(config.vocab_size), nullptr, false);
+  check("embeddings.position_embeddings.weight", w.position_embeddings, table(config.max_position_embeddings), nullptr,
+        false);
+  check("embeddings.token_type_embeddings.weight", w.token_type_embeddings, table(config.type_vocab_size), nullptr,
+        false);
+  auto norm = [&](const std::string& prefix, size_t at, const Param& gain, const Param& bias) {
+    const onnx::NodeProto* n = at < norms.size() ? norms[at] : nullptr;
+    check(prefix + ".weight", gain, n && n->input_size() > 1 ? graph.initializer(n->input(1)) : nullptr, nullptr, false);
+    check(prefix + ".bias", bias, n && n->input_size() > 2 ? graph.initializer(n->input(2)) : nullptr, nullptr, false);
+  };
+  norm("embeddings.LayerNorm", 0, w.embeddings_ln_g, w.embeddings_ln_b);
+  // The residual's Add before a LayerNorm: which of its two inputs a linear layer makes.
+  auto linear_into = [&](size_t at) -> std::optional<Linear> {
+    if (at >= norms.size()) return std::nullopt;
+    const onnx::NodeProto* add = graph.made_by(norms[at]->input(0), "Add");
+    for (int i = 0; add && i < add->input_size(); ++i)
+      if (std::optional<Linear> lin = linear_behind(graph, add->input(i))) return lin;
+    return std::nullopt;
+  };
+  for (int l = 0; l < config.num_hidden_layers; ++l) {
+    const LayerWeights& L = w.layers[size_t(l)];
+    const std::string hf = fmt::format("encoder.layer.{}.", l);
+    // Q, K, V: the per-head value the attention reads is Transpose(Reshape(the linear layer's output)).
+    auto projection = [&](LT tensor) -> std::optional<Linear> {
+      const auto it = found.find(trace_name(l, tensor));
+      if (it == found.end()) return std::nullopt;
+      const onnx::NodeProto* t = graph.made_by(it->second, "Transpose");
+      const onnx::NodeProto* r = t ? graph.made_by(t->input(0), "Reshape") : nullptr;
+      return r ? linear_behind(graph, r->input(0)) : std::nullopt;
+    };
+    check_linear(hf + "attention.self.query", projection(LT::query), L.query_w, L.query_b);
+    check_linear(hf + "attention.self.key", projection(LT::key), L.key_w, L.key_b);
+    check_linear(hf + "attention.self.value", projection(LT::value), L.value_w, L.value_b);
+    check_linear(hf + "attention.output.dense", linear_into(size_t(1 + 2 * l)), L.attention_out_w, L.attention_out_b);
+    norm(hf + "attention.output.LayerNorm", size_t(1 + 2 * l), L.attention_ln_g, L.attention_ln_b);
+    const std::optional<Linear> second = linear_into(size_t(2 + 2 * l));
+    const std::optional<Linear> first =
+        second ? linear_before(graph, second->input, config.hidden_size, config.intermediate_size) : std::nullopt;
+    if (second && first) found.emplace(trace_name(l, LT::intermediate), second->input);
+    check_linear(hf + "intermediate.dense", first, L.intermediate_w, L.intermediate_b);
+    check_linear(hf + "output.dense", second, L.output_w, L.output_b);
+    norm(hf + "output.LayerNorm", size_t(2 + 2 * l), L.output_ln_g, L.output_ln_b);
+  }
+}
+
 }  // namespace
 
-FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const BertConfig& config,
+FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkpoint& ck,
                                  const std::filesystem::path& copy) {
+  const BertConfig& config = ck.config;
   onnx::ModelProto model = read_model(file);
   onnx::GraphProto& g = *model.mutable_graph();
   FoundGraph f;
@@ -174,6 +373,8 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const BertCo
     }
   }
 
+  check_weights(graph, config, ck.weights, norms_why.empty() ? norms : decltype(norms){}, found, f);
+
   // Each found value becomes an output under its trace name; last_hidden_state stays what it is.
   for (const TensorSpec& spec : trace_schema(config, 1)) {
     const auto it = found.find(spec.name);
@@ -195,7 +396,7 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const BertCo
     else if (!norms_why.empty() && (spec.name == kEmbeddingsOutput || spec.name.ends_with(".output")))
       why = norms_why;
     else if (spec.name.ends_with(".intermediate"))
-      why = "the FFN's activation is not yet recognised";
+      why = "the FFN's two linear layers, between which it lies, are not recognised";
     f.unreachable.push_back({spec.name, why});
   }
   std::ofstream out(copy, std::ios::binary | std::ios::trunc);
@@ -213,17 +414,27 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
     if (stages) throw std::logic_error("ONNX Runtime's stages cannot be replaced");
     const onnxruntime::ScratchFolder scratch("the graph with its trace tensors as outputs");
     const std::filesystem::path copy = scratch.path() / file.filename();
-    const FoundGraph found = prepare_shipped_graph(file, ck.config, copy);
+    const FoundGraph found = prepare_shipped_graph(file, ck, copy);
     const std::string precision = arithmetic_name(found.implied);
-    onnxruntime::Run run = onnxruntime::run(copy, inputs, ort, name, precision, ck.vocab);
     CandidateRun r;
-    r.traces = std::move(run.traces);
-    r.unreachable = found.unreachable;
-    r.label = fmt::format("onnxruntime-node {} on {} (CPU, {} intra-op thread{}, graph optimization {})", run.version,
+    r.label = fmt::format("onnxruntime-node on {} (CPU, {} intra-op thread{}, graph optimization {})",
                           file.filename().string(), ort.intra_op_threads, ort.intra_op_threads == 1 ? "" : "s",
                           ort.graph_optimization);
     r.notes.push_back(fmt::format("candidate: {}: {} nodes, {} initializers; it declares {}: {}", file.string(),
                                   found.nodes, found.initializers, precision, implied_by));
+    r.notes.push_back(fmt::format("weights: {} of the checkpoint's parameters located in the graph, {} of them equal "
+                                  "to the checkpoint's (fp32 exactly, float16 rounded to nearest, int8 within half "
+                                  "its channel's step){}",
+                                  found.weights_checked, found.weights_checked - found.weight_problems.size(),
+                                  found.weights_not_found.empty()
+                                      ? ""
+                                      : fmt::format("; not located: {}", fmt::join(found.weights_not_found, ", "))));
+    r.weights_differ = found.weight_problems;
+    if (!r.weights_differ.empty()) return r;  // another checkpoint's graph: no sentence runs
+    onnxruntime::Run run = onnxruntime::run(copy, inputs, ort, name, precision, ck.vocab);
+    r.traces = std::move(run.traces);
+    r.unreachable = found.unreachable;
+    r.label = fmt::format("onnxruntime-node {}{}", run.version, r.label.substr(std::string("onnxruntime-node").size()));
     r.notes.push_back(fmt::format("found in the graph: {} of {} trace tensors, each made an output of a copy",
                                   found.outputs.size(), found.outputs.size() + found.unreachable.size()));
     return r;

@@ -3,16 +3,19 @@
 // tensors are found by the patterns they form, the way Polygraphy marks outputs but by name: each
 // layer's Softmax anchors the attention (probs; its MatMul's other input the values; the Transpose and
 // Reshape after it the context; before it the mask's Add, the scaled scores and their MatMul of the
-// queries and transposed keys), and the LayerNormalization nodes in graph order are the embeddings'
-// and every layer's two. The copy run in ONNX Runtime has each found tensor as an output under its trace
-// name; the rest are declared unreachable, with why.
+// queries and transposed keys), the LayerNormalization nodes in graph order are the embeddings' and
+// every layer's two, and the input of the linear layer before a layer's last LayerNorm is its FFN's
+// activation (the intermediate). The copy run in ONNX Runtime has each found tensor as an output under its trace
+// name; the rest are declared unreachable, with why. The same patterns locate the checkpoint's parameters
+// (each linear layer's weight and bias, the LayerNorms', the embedding tables), which are checked first: a
+// graph of other weights is refused before any sentence runs, the first differing parameter named.
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "gate/candidate.h"
 #include "model/arithmetic.h"
-#include "model/config.h"
+#include "model/checkpoint.h"
 #include "onnx/onnxruntime.h"
 
 namespace lenscheck::onnx_export {
@@ -23,11 +26,17 @@ struct FoundGraph {
   Arithmetic implied = Arithmetic::fp32;  // what its initializers and ops imply
   std::string implied_by;                 // "float16 initializers", "MatMulInteger", "float32 throughout"
   size_t nodes = 0, initializers = 0;
+  // The checkpoint's parameters that the patterns locate in the graph, each against the graph's: equal in
+  // fp32, equal to the checkpoint's rounded to float16, within half a quantization step in int8.
+  size_t weights_checked = 0;
+  std::vector<std::string> weight_problems;    // "encoder.layer.2.attention.self.query.weight differs …"
+  std::vector<std::string> weights_not_found;  // parameters no pattern located
 };
 
-// Reads `model`, finds the tensors and writes the copy with them as outputs to `copy`. InputError naming
-// the file: not an ONNX model, no input_ids, no last_hidden_state, a hidden size other than the config's.
-FoundGraph prepare_shipped_graph(const std::filesystem::path& model, const BertConfig& config,
+// Reads `model`, finds the tensors, checks the weights against the checkpoint's and writes the copy with
+// the tensors as outputs to `copy`. InputError naming the file: not an ONNX model, no input_ids, no
+// last_hidden_state, a hidden size other than the checkpoint's.
+FoundGraph prepare_shipped_graph(const std::filesystem::path& model, const Checkpoint& checkpoint,
                                  const std::filesystem::path& copy);
 
 // The graph at `model` as a candidate, declaring what its tensors and ops imply (--precision overrides).

@@ -2,7 +2,8 @@
 # reports/verify-onnx-file.md: graphs as users ship them judged with `verify --candidate onnx:PATH` on
 # trained-mini and the 14 bundled sentences: lenscheck's own exports without --trace at fp32, fp16 and
 # int8, and bert-mini's fp32 export judged as if it were trained-mini's (another checkpoint's graph). Per
-# graph: its verdict, the tensor families judged and those it cannot give, and why. From an existing build
+# graph: its verdict, its weights against the checkpoint's, the tensor families judged and those it cannot
+# give, and why. From an existing build
 # (scripts/build.sh) and its fixtures. Exit 1 if a graph of trained-mini fails, or bert-mini's passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,13 +29,15 @@ done
   echo "$(node -p 'require("./.deps/npm/node_modules/onnxruntime-node/package.json").version') (CPU, 1 intra-op thread, graph optimization all) on the 14 bundled sentences, judged"
   echo "against trained-mini by the derived rule under the scheme the graph implies (its initializers and ops)."
   echo "The trace tensors are found in the graph by the patterns they form (onnx/shipped_graph.h) and made outputs"
-  echo "of a copy; what is not found is listed, not judged. Full reports: \`reports/onnx-file/<graph>.md\`."
+  echo "of a copy; what is not found is listed, not judged. The checkpoint's parameters the same patterns locate"
+  echo "are checked first; a graph of other weights runs no sentence. Full reports: \`reports/onnx-file/<graph>.md\`."
   echo
   for run in "${runs[@]}"; do
     echo "## $run.onnx"
     echo
     echo "- exit ${code[$run]}: $(grep -m1 'vs oracle fp64' $out/$run.txt)"
-    grep -E '^note: (candidate|found in the graph|no display verdict)' $out/$run.txt | sed 's/^note: /- /'
+    grep -E '^note: (candidate|weights|found in the graph|no display verdict)' $out/$run.txt | sed 's/^note: /- /'
+    grep -E '^weights: ' $out/$run.txt | sed 's/^weights: /- /' || true
     grep -A20 '^- tensors judged' $out/$run.md | grep -E '^(- tensors judged|  - )' || true
     echo
     echo "| family | global (median) · local |"

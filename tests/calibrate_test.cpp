@@ -22,7 +22,8 @@ TEST(Calibrate, JudgesEachCandidateUnderItsDeclaredArithmeticInOneReport) {
   int8.candidate.replaceable_stages = false;
   int8.candidate.run = [](const Checkpoint& ck, const std::vector<Encoding>& inputs, const runtime::Stages*, unsigned) {
     const oracle::Oracle simulated = oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::int8);
-    CandidateRun r{{}, "libtorch int8 (simulated in fp64)", {}, {}};
+    CandidateRun r;
+    r.label = "libtorch int8 (simulated in fp64)";
     for (const Encoding& e : inputs) r.traces.push_back(simulated.forward(e));
     return r;
   };
