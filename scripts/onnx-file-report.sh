@@ -40,6 +40,7 @@ done
     grep -E '^weights: ' $out/$run.txt | sed 's/^weights: /- /' || true
     grep -A20 '^- tensors judged' $out/$run.md | grep -E '^(- tensors judged|  - )' || true
     echo
+    grep -qE '^  [a-z]' $out/$run.txt || continue  # no sentence ran: no table
     echo "| family | global (median) · local |"
     echo "|---|---|"
     grep -E '^  [a-z]' $out/$run.txt |
