@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cli=build/lenscheck out=reports/onnx-file graphs=build/onnx-files
+rev=$(git describe --always --dirty)  # before this script rewrites the committed reports
 mkdir -p "$out" "$graphs"
 for variant in fp32 fp16 int8; do
   $cli export-onnx --model build/fixtures/trained-mini --variant $variant --out $graphs/trained-mini-$variant.onnx >/dev/null
@@ -25,7 +26,7 @@ done
 {
   echo "# Graphs as shipped, judged: \`verify --candidate onnx:PATH\`"
   echo
-  echo "\`scripts/onnx-file-report.sh\` on $(git describe --always --dirty): each graph run in onnxruntime-node"
+  echo "\`scripts/onnx-file-report.sh\` on $rev: each graph run in onnxruntime-node"
   echo "$(node -p 'require("./.deps/npm/node_modules/onnxruntime-node/package.json").version') (CPU, 1 intra-op thread, graph optimization all) on the 14 bundled sentences, judged"
   echo "against trained-mini by the derived rule under the scheme the graph implies (its initializers and ops)."
   echo "The trace tensors are found in the graph by the patterns they form (onnx/shipped_graph.h) and made outputs"
