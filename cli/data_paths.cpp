@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "model/error.h"
@@ -35,6 +36,21 @@ DataPaths locate_data() {
   }
   paths.located_from = marker;
   return paths;
+}
+
+fs::path DataPaths::ort_adapter() const {
+  // A build tree's data is its checkout's fixtures/, beside onnx/.
+  return checkpoints.empty() ? data / "ort-adapter.js" : data.parent_path() / "onnx/ort-adapter.js";
+}
+
+fs::path DataPaths::node_modules(const std::string& option) const {
+  if (!option.empty()) return option;
+  if (const char* env = std::getenv("LENSCHECK_NODE_MODULES"); env && *env) return env;
+  if (checkpoints.empty())
+    throw InputError("--node-modules", "an installed lenscheck does not know where onnxruntime-node is: name the "
+                                       "node_modules folder that holds it with --node-modules DIR or "
+                                       "LENSCHECK_NODE_MODULES");
+  return data.parent_path() / ".deps/npm/node_modules";
 }
 
 fs::path DataPaths::bert_mini() const {

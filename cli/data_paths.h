@@ -18,6 +18,12 @@ struct DataPaths {
   std::filesystem::path tolerances() const { return data / "tolerances.yaml"; }
   std::filesystem::path sentences() const { return data / "sentences.yaml"; }
   std::filesystem::path study_plan() const { return data / "studies/norm-weighted-attention.yaml"; }
+  // ONNX Runtime's adapter and where onnxruntime-node is, for an onnxruntime or onnx:PATH candidate. An
+  // installed lenscheck reads its own share/lenscheck/ort-adapter.js and knows no node_modules: --node-modules
+  // or LENSCHECK_NODE_MODULES names it (node_modules() throws an InputError saying so). A build tree's
+  // binary uses its checkout's onnx/ort-adapter.js and .deps/npm/node_modules.
+  std::filesystem::path ort_adapter() const;
+  std::filesystem::path node_modules(const std::string& option) const;
   // The default checkpoint of `mutate`; an InputError for an installed lenscheck, which bundles none.
   std::filesystem::path bert_mini() const;
   std::string bert_mini_help() const;  // what --help says of that default

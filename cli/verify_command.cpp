@@ -33,7 +33,7 @@ void print_summary(const ComparisonSummary& c) {
 
 struct VerifyOptionsText {
   std::string model_dir, sentences, tolerances, reference, report, json, junit;
-  std::string candidate = "runtime", declared, plan;
+  std::string candidate = "runtime", declared, plan, node_modules;
   bool absolute = false;
   onnx_export::CandidateSpec ort;
 };
@@ -100,6 +100,9 @@ Command add_verify(CLI::App& app, const Shared& shared) {
   command->add_option("--ort-timeout", o->ort.ort.sentence_seconds,
                      "onnxruntime: seconds one sentence may take (bert-base-shape takes under 0.1 s; "
                      "reports/bench.md)")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--node-modules", o->node_modules, "onnxruntime: the node_modules folder that holds "
+                                                         "onnxruntime-node (default: LENSCHECK_NODE_MODULES, else the "
+                                                         "checkout's .deps/npm; an installed lenscheck needs one)");
   command->add_option("--report", o->report, "Markdown report path");
   command->add_option("--json", o->json, "JSON report path");
   command->add_option("--junit", o->junit, "JUnit XML path");
@@ -119,6 +122,10 @@ Command add_verify(CLI::App& app, const Shared& shared) {
             if (!o->reference.empty()) return report(verify_reference(ck, o->reference, tol, options), *o);
             const auto sentences = load_sentences(data.checked(o->sentences));
             Candidate candidate = runtime_candidate();
+            if (o->candidate != "runtime") {
+              o->ort.ort.adapter = data.ort_adapter();
+              o->ort.ort.node_modules = data.node_modules(o->node_modules);
+            }
             if (o->candidate.rfind("onnx:", 0) == 0) {
               candidate = onnx_export::shipped_candidate(o->candidate.substr(5), o->ort.ort);
             } else if (o->candidate != "runtime") {

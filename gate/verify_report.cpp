@@ -341,6 +341,17 @@ void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file
                           xml_escaped(v.sentence.id), v.gate.tensors.size() + (r.display ? 1 : 0), suite_failures,
                           cases);
   }
+  // A candidate of other weights runs no sentence: its one test case fails, so that CI does not read an
+  // empty suite as a pass.
+  if (!r.weights_differ.empty()) {
+    ++tests;
+    ++failures;
+    suites += fmt::format("  <testsuite name=\"verify.weights\" tests=\"1\" failures=\"1\">\n    <testcase "
+                          "classname=\"verify.weights\" name=\"weights\"><failure message=\"{}\"/></testcase>\n"
+                          "  </testsuite>\n",
+                          xml_escaped(fmt::format("{} parameters differ from the checkpoint's; the first, {}",
+                                                  r.weights_differ.size(), r.weights_differ.front())));
+  }
   write_text_file(file, fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lenscheck "
                                     "verify\" tests=\"{}\" failures=\"{}\">\n{}</testsuites>\n",
                                     tests, failures, suites));

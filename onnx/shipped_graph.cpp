@@ -312,6 +312,17 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   }
 }
 
+// Why a trace tensor was not found, from what the search for its pattern said.
+std::string why_not_found(const std::string& name, const std::string& attention_why, const std::string& norms_why) {
+  const bool attention = name.find(".attention.") != std::string::npos && !name.ends_with(".attention.output");
+  if (attention && !attention_why.empty()) return attention_why;
+  if (name.find(".lens.") != std::string::npos || name.ends_with("_norm"))
+    return "a lens tensor, which no shipped graph computes (not yet derived from its values and probabilities)";
+  if (!norms_why.empty() && (name == kEmbeddingsOutput || name.ends_with(".output"))) return norms_why;
+  if (name.ends_with(".intermediate")) return "the FFN's two linear layers, between which it lies, are not recognised";
+  return "not recognised in the graph";
+}
+
 }  // namespace
 
 FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkpoint& ck,
@@ -388,16 +399,7 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
       g.add_output()->set_name(spec.name);
       continue;
     }
-    std::string why = "not recognised in the graph";
-    if (spec.name.find(".attention.") != std::string::npos && spec.name.find(".attention.output") == std::string::npos)
-      why = attention_why.empty() ? why : attention_why;
-    else if (spec.name.find(".lens.") != std::string::npos || spec.name.find("_norm") != std::string::npos)
-      why = "a lens tensor, which no shipped graph computes (not yet derived from its values and probabilities)";
-    else if (!norms_why.empty() && (spec.name == kEmbeddingsOutput || spec.name.ends_with(".output")))
-      why = norms_why;
-    else if (spec.name.ends_with(".intermediate"))
-      why = "the FFN's two linear layers, between which it lies, are not recognised";
-    f.unreachable.push_back({spec.name, why});
+    f.unreachable.push_back({spec.name, why_not_found(spec.name, attention_why, norms_why)});
   }
   std::ofstream out(copy, std::ios::binary | std::ios::trunc);
   if (!out || !model.SerializeToOstream(&out) || !out.flush()) throw InputError(copy, "cannot write the ONNX model");

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "gate/verify.h"
+#include "gate/verify_report.h"
 #include "model/checkpoint.h"
 #include "model/error.h"
 #include "onnx/export.h"
@@ -131,6 +132,11 @@ TEST(ShippedGraphWeights, AnotherCheckpointsGraphFailsNamingTheFirstParameterBef
   ASSERT_FALSE(r.weights_differ.empty());
   EXPECT_TRUE(r.weights_differ[0].starts_with("embeddings.word_embeddings.weight differs from the checkpoint's: max |Δ|"))
       << r.weights_differ[0];
+  // CI reads the JUnit file: one failing case, not an empty suite.
+  write_verify_junit(r, file.parent_path() / "verify.xml");
+  const std::string junit = test::read_file(file.parent_path() / "verify.xml");
+  EXPECT_NE(junit.find("tests=\"1\" failures=\"1\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("embeddings.word_embeddings.weight differs"), std::string::npos) << junit;
 }
 
 INSTANTIATE_TEST_SUITE_P(OnnxRuntime, ShippedGraph,
