@@ -17,8 +17,6 @@
 
 namespace lenscheck {
 
-// One run of a candidate: a trace per input, how the reports name what ran ("runtime fp32",
-// "onnxruntime-node 1.30.0 fp32 (CPU, …)"), and what they should note of it (versions, timings).
 // A tensor a candidate cannot give, and why ("inside com.microsoft.Attention", "not found in the graph"):
 // the gate leaves it out and the reports list it, where a tensor missing unannounced fails. The last
 // layer's output is never one: a candidate that cannot give it has nothing to be judged by.
@@ -26,6 +24,8 @@ struct Unreachable {
   std::string tensor, why;
 };
 
+// One run of a candidate: a trace per input, how the reports name what ran ("runtime fp32",
+// "onnxruntime-node 1.30.0 fp32 (CPU, …)"), and what they should note of it (versions, timings).
 struct CandidateRun {
   std::vector<Trace> traces;
   std::string label;
