@@ -165,6 +165,8 @@ std::optional<std::string> differs(const std::string& name, const Param& p, cons
     return fmt::format("{} has {} values in the graph, {} in the checkpoint", name, g.size(), p.values.size());
   const size_t out = p.shape.size() == 2 ? size_t(p.shape[0]) : 1, in = p.values.size() / out;
   const std::vector<double> scales = scale ? values_of(*scale, nullptr) : std::vector<double>{};
+  if (scale && scales.size() != out)
+    return fmt::format("{} has {} scales in the graph for {} output channels", name, scales.size(), out);
   double worst = 0;
   size_t at = 0;
   bool wrong = false;
@@ -177,8 +179,8 @@ std::optional<std::string> differs(const std::string& name, const Param& p, cons
       // integer (2^-24 of |w / scale| steps, doubled).
       const double slack = scale ? 0.5 * scales[o] + std::abs(want) * 0x1p-23 : 0.0;
       const double d = std::abs(got - expected);
-      if (d > slack) wrong = true;
-      if (d > worst) {
+      if (!(d <= slack)) wrong = true;  // NaN never matches
+      if (!std::isnan(worst) && !(d <= worst)) {  // the first NaN is the worst
         worst = d;
         at = o * in + i;
       }

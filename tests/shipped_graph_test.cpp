@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "gate/verify.h"
 #include "gate/verify_report.h"
@@ -120,6 +121,22 @@ TEST_P(ShippedGraph, FailsACopyWithTheLastLayersValueWeightScaledByOnePerMille) 
   ASSERT_EQ(r.weights_differ.size(), 1u);
   EXPECT_TRUE(r.weights_differ[0].starts_with("encoder.layer.3.attention.self.value.weight differs")) << r.weights_differ[0];
   EXPECT_TRUE(r.sentences.empty());
+}
+
+TEST(ShippedGraphWeights, ANanInAWeightIsADifferenceNotAMatch) {
+  onnx::ModelProto m = read(exported(onnx_export::Variant::fp32));
+  for (onnx::TensorProto& t : *m.mutable_graph()->mutable_initializer())
+    if (t.name() == "encoder.layer.1.attention.self.query.weight_t") {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(t.mutable_raw_data()->data() + 4 * 17, &nan, 4);
+    }
+  const fs::path copy = test::temp_dir("nan") / "model.onnx";
+  write(m, copy);
+  const VerifyResult r = verified(copy);
+  EXPECT_FALSE(r.pass());
+  ASSERT_EQ(r.weights_differ.size(), 1u);
+  EXPECT_TRUE(r.weights_differ[0].starts_with("encoder.layer.1.attention.self.query.weight differs")) << r.weights_differ[0];
+  EXPECT_NE(r.weights_differ[0].find("nan"), std::string::npos) << r.weights_differ[0];
 }
 
 TEST(ShippedGraphWeights, AnotherCheckpointsGraphFailsNamingTheFirstParameterBeforeAnySentenceRuns) {
