@@ -1,5 +1,7 @@
 #include "runtime/encoder.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -65,6 +67,30 @@ float* scratch(Buffer which, size_t floats) {
   return b.data();
 }
 
+// Kobayashi et al. 2020: ||v|| and ||f(x)|| of v [T, H*Dh], then the lenses weight the layer's
+// probs [H, T, T] by them; the head-summed lens only where the whole trace is kept.
+void record_lenses(const Stages& stages, const Pass& pass, const LayerOf& layer, const float* v, const float* probs,
+                   Recorder& rec) {
+  const size_t T = pass.T, D = pass.D, H = pass.H;
+  const int64_t t = static_cast<int64_t>(T), h = static_cast<int64_t>(H);
+  auto name = [&](LayerTensor tensor) { return trace_name(int(layer.index), tensor); };
+  float *fx = scratch(Buffer::fx, H * T * D), *value_norm = scratch(Buffer::value_norm, H * T),
+        *transformed_norm = scratch(Buffer::transformed_norm, H * T), *lens = scratch(Buffer::lens, H * T * T);
+  stages.transform_values(pass, layer, v, fx);
+  stages.value_norms(pass, layer, v, value_norm);
+  for (size_t e = 0; e < H * T; ++e) transformed_norm[e] = l2_norm(fx + e * D, D);
+  rec.shown(name(LT::value_norm), {h, t}, value_norm);
+  rec.shown(name(LT::transformed_norm), {h, t}, transformed_norm);
+  weight_by_key(probs, value_norm, H, T, lens);
+  rec.shown(name(LT::lens_value_norm), {h, t, t}, lens);
+  weight_by_key(probs, transformed_norm, H, T, lens);
+  rec.shown(name(LT::lens_transformed_norm), {h, t, t}, lens);
+  if (rec.mode() == Record::everything) {
+    summed_transformed_norm(probs, fx, H, T, D, lens);
+    rec(name(LT::lens_summed_transformed_norm), {t, t}, lens);
+  }
+}
+
 }  // namespace
 
 Encoder::Encoder(const BertConfig& config, const BertWeights& weights, unsigned threads, Stages stages)
@@ -106,11 +132,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
   const bool everything = rec.mode() == Record::everything, lenses = rec.mode() != Record::output;
   float* heads = everything ? scratch(Buffer::heads, T * D) : nullptr;
   float* scores = everything ? scratch(Buffer::scores, H * T * T) : nullptr;
-  float *probs = lenses ? scratch(Buffer::probs, H * T * T) : nullptr,
-        *fx = lenses ? scratch(Buffer::fx, H * T * D) : nullptr,
-        *value_norm = lenses ? scratch(Buffer::value_norm, H * T) : nullptr,
-        *transformed_norm = lenses ? scratch(Buffer::transformed_norm, H * T) : nullptr,
-        *lens = lenses ? scratch(Buffer::lens, H * T * T) : nullptr;
+  float* probs = lenses ? scratch(Buffer::probs, H * T * T) : nullptr;
   for (size_t l = 0; l < packed_.size(); ++l) {
     auto name = [l](LayerTensor t) { return trace_name(int(l), t); };
     const LayerWeights& w = weights_.layers[l];
@@ -137,22 +159,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
     stages_.layer_norm(pass, attention, w.attention_ln_g, w.attention_ln_b);
     rec(name(LT::attention_output), {t, d}, attention);
 
-    if (lenses) {  // a plain forward computes no lens
-      // Kobayashi et al. 2020: ||v|| and ||f(x)||, then the lenses weight attention by them.
-      stages_.transform_values(pass, layer, v, fx);
-      stages_.value_norms(pass, layer, v, value_norm);
-      for (size_t e = 0; e < H * T; ++e) transformed_norm[e] = l2_norm(fx + e * D, D);
-      rec.shown(name(LT::value_norm), {h, t}, value_norm);
-      rec.shown(name(LT::transformed_norm), {h, t}, transformed_norm);
-      weight_by_key(probs, value_norm, H, T, lens);
-      rec.shown(name(LT::lens_value_norm), {h, t, t}, lens);
-      weight_by_key(probs, transformed_norm, H, T, lens);
-      rec.shown(name(LT::lens_transformed_norm), {h, t, t}, lens);
-      if (everything) {
-        summed_transformed_norm(probs, fx, H, T, D, lens);
-        rec(name(LT::lens_summed_transformed_norm), {t, t}, lens);
-      }
-    }
+    if (lenses) record_lenses(stages_, pass, layer, v, probs, rec);  // a plain forward computes no lens
 
     linear(attention, T, layer.packed.intermediate, w.intermediate_b.values.data(), inter, pass.workers);
     stages_.activate(pass, inter);
@@ -167,6 +174,28 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
     std::swap(x, out);
   }
   return trace;
+}
+
+void Encoder::derive_lenses(Trace& trace) const {
+  const size_t T = trace.input_ids.size(), D = static_cast<size_t>(config_.hidden_size),
+               H = static_cast<size_t>(config_.num_attention_heads);
+  const Pass pass{T, D, H, D / H, static_cast<size_t>(config_.intermediate_size), config_, weights_, *workers_};
+  Recorder rec(trace, Record::everything);
+  std::vector<float> v(T * D), probs(H * T * T);
+  for (size_t l = 0; l < packed_.size(); ++l) {
+    const Tensor* value = trace.find(trace_name(int(l), LT::value));
+    const Tensor* p = trace.find(trace_name(int(l), LT::probs));
+    if (!value || !p || value->values.size() != T * D || p->values.size() != H * T * T)
+      throw std::invalid_argument(fmt::format("layer {}'s attention.value and attention.probs are needed, of {} tokens",
+                                              l, T));
+    // [H, T, Dh] -> [T, H*Dh], the layout of the forward's v.
+    for (size_t hh = 0; hh < H; ++hh)
+      for (size_t tok = 0; tok < T; ++tok)
+        for (size_t e = 0; e < pass.Dh; ++e)
+          v[tok * D + hh * pass.Dh + e] = static_cast<float>(value->values[(hh * T + tok) * pass.Dh + e]);
+    std::copy(p->values.begin(), p->values.end(), probs.begin());
+    record_lenses(stages_, pass, {l, packed_.size(), weights_.layers[l], packed_[l]}, v.data(), probs.data(), rec);
+  }
 }
 
 }  // namespace lenscheck::runtime

@@ -22,6 +22,11 @@ class Encoder {
   // One sentence; Record::output skips the norms and lenses too.
   Trace forward(const Encoding& encoding, Record record = Record::everything) const;
 
+  // Adds the lens tensors that `trace`'s own attention.value and attention.probs imply, by the same code
+  // as the forward's: for a candidate that computes no lens (a shipped ONNX graph). std::invalid_argument
+  // where a layer's value or probs is missing or of another size.
+  void derive_lenses(Trace& trace) const;
+
   const BertConfig& config() const { return config_; }
 
  private:
