@@ -13,6 +13,7 @@
 
 #include "model/error.h"
 #include "model/trace.h"
+#include "runtime/encoder.h"
 
 namespace lenscheck::onnx_export {
 
@@ -196,32 +197,104 @@ int64_t perm_attribute(const onnx::NodeProto& n, size_t at) {
   return -1;
 }
 
-// One layer's attention, anchored at its Softmax: what of it the pattern shows.
-std::map<LT, std::string> attention_of(const GraphIndex& graph, const onnx::NodeProto& softmax) {
-  std::map<LT, std::string> found;
+// The Reshape that splits a linear layer's output into heads, behind the Transpose that makes `value`.
+const onnx::NodeProto* split_behind(const GraphIndex& graph, const std::string& value) {
+  const onnx::NodeProto* t = graph.made_by(value, "Transpose");
+  return t ? graph.made_by(t->input(0), "Reshape") : nullptr;
+}
+
+int64_t int_attribute(const onnx::NodeProto& n, const std::string& name) {
+  for (const onnx::AttributeProto& a : n.attribute())
+    if (a.name() == name) return a.i();
+  return 0;
+}
+
+// One layer's attention, anchored at its Softmax: what of it the pattern shows. `values`: trace tensor →
+// graph value; `split`: query, key, value → the [B, T, H, Dh] Reshape of its linear layer's output, where the
+// graph holds the key only transposed for the scores' product (ONNX Runtime folds its two Transposes).
+struct AttentionFound {
+  std::map<LT, std::string> values, split;
+};
+
+AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& softmax) {
+  AttentionFound found;
   const std::string probs = softmax.output(0);
-  found[LT::probs] = probs;
+  found.values[LT::probs] = probs;
   for (const onnx::NodeProto* mm : graph.readers(probs, "MatMul")) {
     if (mm->input(0) != probs) continue;
-    found[LT::value] = mm->input(1);
+    found.values[LT::value] = mm->input(1);
     for (const onnx::NodeProto* t : graph.readers(mm->output(0), "Transpose"))
-      for (const onnx::NodeProto* r : graph.readers(t->output(0), "Reshape")) found[LT::context] = r->output(0);
+      for (const onnx::NodeProto* r : graph.readers(t->output(0), "Reshape")) found.values[LT::context] = r->output(0);
   }
+  // Q·Kᵀ scaled: Div or Mul of a MatMul, or ONNX Runtime's FusedMatMul with the scale as its alpha.
+  auto product_behind = [&](const std::string& scaled) -> const onnx::NodeProto* {
+    if (const onnx::NodeProto* fused = graph.made_by(scaled, "FusedMatMul")) return fused;
+    for (const char* op : {"Div", "Mul"})
+      if (const onnx::NodeProto* scale = graph.made_by(scaled, op))
+        for (const std::string& in : scale->input())
+          if (const onnx::NodeProto* mm = graph.made_by(in, "MatMul")) return mm;
+    return nullptr;
+  };
   // Softmax(scores + mask), or Softmax(scores) where the graph has no mask.
   std::string scores = softmax.input(0);
+  const onnx::NodeProto* qk = product_behind(scores);
   if (const onnx::NodeProto* add = graph.made_by(scores, "Add"))
     for (const std::string& in : add->input())
-      if (graph.made_by(in, "Div") || graph.made_by(in, "Mul")) scores = in;
-  const onnx::NodeProto* scale = graph.made_by(scores, "Div");
-  if (!scale) scale = graph.made_by(scores, "Mul");
-  const onnx::NodeProto* qk = nullptr;
-  for (int i = 0; scale && i < scale->input_size() && !qk; ++i) qk = graph.made_by(scale->input(i), "MatMul");
+      if (!qk && (qk = product_behind(in))) scores = in;
+  const bool key_transposed = qk && qk->op_type() == "FusedMatMul" && int_attribute(*qk, "transB") == 1;
   if (!qk) return found;
-  found[LT::scores] = scores;
-  found[LT::query] = qk->input(0);
-  if (const onnx::NodeProto* kt = graph.made_by(qk->input(1), "Transpose"))
-    if (perm_attribute(*kt, 2) == 3 && perm_attribute(*kt, 3) == 2) found[LT::key] = kt->input(0);
+  found.values[LT::scores] = scores;
+  found.values[LT::query] = qk->input(0);
+  if (key_transposed) {
+    found.values[LT::key] = qk->input(1);
+  } else if (const onnx::NodeProto* kt = graph.made_by(qk->input(1), "Transpose")) {
+    if (perm_attribute(*kt, 1) == 1 && perm_attribute(*kt, 2) == 3 && perm_attribute(*kt, 3) == 2)
+      found.values[LT::key] = kt->input(0);
+    else if (perm_attribute(*kt, 1) == 2 && perm_attribute(*kt, 2) == 3 && perm_attribute(*kt, 3) == 1)
+      if (const onnx::NodeProto* r = graph.made_by(kt->input(0), "Reshape")) found.split[LT::key] = r->output(0);
+  }
+  for (LT t : {LT::query, LT::key, LT::value})
+    if (found.values.count(t))
+      if (const onnx::NodeProto* r = split_behind(graph, found.values[t])) found.split[t] = r->output(0);
   return found;
+}
+
+// A LayerNorm: a LayerNormalization node, or the primitive ops opset-14 exporters write for it,
+// (x − ReduceMean(x)) / Sqrt(ReduceMean((x − mean)²) + ε) · γ + β.
+struct Norm {
+  std::string input, output;
+  const onnx::TensorProto *gain, *bias;
+};
+
+std::vector<Norm> norms_of(const GraphIndex& graph, const onnx::GraphProto& g) {
+  std::vector<Norm> norms;
+  // The node reading `value` as `op` with an initializer for its other input.
+  auto affine = [&](const std::string& value, const char* op) -> std::pair<const onnx::NodeProto*, const onnx::TensorProto*> {
+    for (const onnx::NodeProto* n : graph.readers(value, op))
+      for (const std::string& in : n->input())
+        if (in != value)
+          if (const onnx::TensorProto* t = graph.initializer(in)) return {n, t};
+    return {nullptr, nullptr};
+  };
+  for (const onnx::NodeProto& n : g.node()) {
+    if (n.op_type() == "LayerNormalization") {
+      norms.push_back({n.input(0), n.output(0), n.input_size() > 1 ? graph.initializer(n.input(1)) : nullptr,
+                       n.input_size() > 2 ? graph.initializer(n.input(2)) : nullptr});
+      continue;
+    }
+    if (n.op_type() != "ReduceMean") continue;
+    for (const onnx::NodeProto* sub : graph.readers(n.output(0), "Sub")) {
+      if (sub->input(0) != n.input(0) || sub->input(1) != n.output(0)) continue;
+      for (const onnx::NodeProto* div : graph.readers(sub->output(0), "Div")) {
+        if (div->input(0) != sub->output(0)) continue;
+        const auto [mul, gain] = affine(div->output(0), "Mul");
+        if (!mul) continue;
+        const auto [add, bias] = affine(mul->output(0), "Add");
+        if (add) norms.push_back({n.input(0), add->output(0), gain, bias});
+      }
+    }
+  }
+  return norms;
 }
 
 // The value `steps` producers back from `value` (through non-constant inputs) that a linear layer with a
@@ -231,7 +304,12 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
   for (int steps = 0; steps < 12 && !frontier.empty(); ++steps) {
     std::vector<std::string> next;
     for (const std::string& v : frontier) {
-      if (const std::optional<Linear> lin = linear_behind(graph, v))
+      std::optional<Linear> lin = linear_behind(graph, v);
+      // ONNX Runtime's BiasGelu(MatMul(x, W), b): the bias fused into the activation.
+      if (const onnx::NodeProto* bias_gelu = graph.made_by(v, "BiasGelu"))
+        if (const onnx::NodeProto* mm = graph.made_by(bias_gelu->input(0), "MatMul"))
+          lin = Linear{mm->input(0), graph.initializer(mm->input(1)), nullptr, graph.initializer(bias_gelu->input(1))};
+      if (lin && lin->weight && lin->bias)
         if (lin->weight->dims_size() == 2 && lin->weight->dims(0) == in && lin->weight->dims(1) == out) return lin;
       if (const onnx::NodeProto* n = graph.producer(v))
         for (const std::string& i : n->input())
@@ -242,11 +320,16 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
   return std::nullopt;
 }
 
+// What the patterns found: trace name → graph value, and for query, key and value the Reshape that splits
+// their linear layer's output into heads.
+struct Found {
+  std::map<std::string, std::string> values, split;
+};
+
 // Every parameter the graph's patterns locate, against the checkpoint's; where the FFN's second linear
 // layer is found, its input is the activation's output: the layer's intermediate.
 void check_weights(const GraphIndex& graph, const BertConfig& config, const BertWeights& w,
-                   const std::vector<const onnx::NodeProto*>& norms, std::map<std::string, std::string>& found,
-                   FoundGraph& f) {
+                   const std::vector<Norm>& norms, Found& found, FoundGraph& f) {
   auto check = [&](const std::string& name, const Param& p, const onnx::TensorProto* t,
                    const onnx::TensorProto* scale, bool transposed) {
     if (!t) {
@@ -275,15 +358,14 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   check("embeddings.token_type_embeddings.weight", w.token_type_embeddings, table(config.type_vocab_size), nullptr,
         false);
   auto norm = [&](const std::string& prefix, size_t at, const Param& gain, const Param& bias) {
-    const onnx::NodeProto* n = at < norms.size() ? norms[at] : nullptr;
-    check(prefix + ".weight", gain, n && n->input_size() > 1 ? graph.initializer(n->input(1)) : nullptr, nullptr, false);
-    check(prefix + ".bias", bias, n && n->input_size() > 2 ? graph.initializer(n->input(2)) : nullptr, nullptr, false);
+    check(prefix + ".weight", gain, at < norms.size() ? norms[at].gain : nullptr, nullptr, false);
+    check(prefix + ".bias", bias, at < norms.size() ? norms[at].bias : nullptr, nullptr, false);
   };
   norm("embeddings.LayerNorm", 0, w.embeddings_ln_g, w.embeddings_ln_b);
   // The residual's Add before a LayerNorm: which of its two inputs a linear layer makes.
   auto linear_into = [&](size_t at) -> std::optional<Linear> {
     if (at >= norms.size()) return std::nullopt;
-    const onnx::NodeProto* add = graph.made_by(norms[at]->input(0), "Add");
+    const onnx::NodeProto* add = graph.made_by(norms[at].input, "Add");
     for (int i = 0; add && i < add->input_size(); ++i)
       if (std::optional<Linear> lin = linear_behind(graph, add->input(i))) return lin;
     return std::nullopt;
@@ -291,12 +373,10 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   for (int l = 0; l < config.num_hidden_layers; ++l) {
     const LayerWeights& L = w.layers[size_t(l)];
     const std::string hf = fmt::format("encoder.layer.{}.", l);
-    // Q, K, V: the per-head value the attention reads is Transpose(Reshape(the linear layer's output)).
+    // Q, K, V: the linear layer behind the Reshape that splits its output into heads.
     auto projection = [&](LT tensor) -> std::optional<Linear> {
-      const auto it = found.find(trace_name(l, tensor));
-      if (it == found.end()) return std::nullopt;
-      const onnx::NodeProto* t = graph.made_by(it->second, "Transpose");
-      const onnx::NodeProto* r = t ? graph.made_by(t->input(0), "Reshape") : nullptr;
+      const auto it = found.split.find(trace_name(l, tensor));
+      const onnx::NodeProto* r = it == found.split.end() ? nullptr : graph.made_by(it->second, "Reshape");
       return r ? linear_behind(graph, r->input(0)) : std::nullopt;
     };
     check_linear(hf + "attention.self.query", projection(LT::query), L.query_w, L.query_b);
@@ -307,19 +387,24 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
     const std::optional<Linear> second = linear_into(size_t(2 + 2 * l));
     const std::optional<Linear> first =
         second ? linear_before(graph, second->input, config.hidden_size, config.intermediate_size) : std::nullopt;
-    if (second && first) found.emplace(trace_name(l, LT::intermediate), second->input);
+    if (second && first) found.values.emplace(trace_name(l, LT::intermediate), second->input);
     check_linear(hf + "intermediate.dense", first, L.intermediate_w, L.intermediate_b);
     check_linear(hf + "output.dense", second, L.output_w, L.output_b);
     norm(hf + "output.LayerNorm", size_t(2 + 2 * l), L.output_ln_g, L.output_ln_b);
   }
 }
 
+// A tensor of the 2020 lens (Kobayashi et al.), which no shipped graph computes: lenscheck derives it.
+bool is_lens_tensor(const std::string& name) {
+  return name.find(".lens.") != std::string::npos || name.ends_with("_norm");
+}
+
 // Why a trace tensor was not found, from what the search for its pattern said.
 std::string why_not_found(const std::string& name, const std::string& attention_why, const std::string& norms_why) {
   const bool attention = name.find(".attention.") != std::string::npos && !name.ends_with(".attention.output");
   if (attention && !attention_why.empty()) return attention_why;
-  if (name.find(".lens.") != std::string::npos || name.ends_with("_norm"))
-    return "a lens tensor, which no shipped graph computes (not yet derived from its values and probabilities)";
+  if (is_lens_tensor(name))
+    return "a lens tensor, derived from the candidate's attention.value and attention.probs, which are not found";
   if (!norms_why.empty() && (name == kEmbeddingsOutput || name.ends_with(".output"))) return norms_why;
   if (name.ends_with(".intermediate")) return "the FFN's two linear layers, between which it lies, are not recognised";
   return "not recognised in the graph";
@@ -357,8 +442,8 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
 
   const int L = config.num_hidden_layers;
   const GraphIndex graph(g);
-  std::map<std::string, std::string> found;  // trace name → graph value
-  found[trace_name(L - 1, LT::output)] = "last_hidden_state";
+  Found found;
+  found.values[trace_name(L - 1, LT::output)] = "last_hidden_state";
 
   const std::vector<const onnx::NodeProto*> softmaxes = graph.nodes("Softmax");
   const std::vector<const onnx::NodeProto*> attention_ops = graph.nodes("Attention");
@@ -369,39 +454,63 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   else if (softmaxes.size() != size_t(L))
     attention_why = fmt::format("{} Softmax nodes for {} layers: the attention is not recognised", softmaxes.size(), L);
   else
-    for (int l = 0; l < L; ++l)
-      for (const auto& [tensor, value] : attention_of(graph, *softmaxes[size_t(l)])) found[trace_name(l, tensor)] = value;
+    for (int l = 0; l < L; ++l) {
+      const AttentionFound a = attention_of(graph, *softmaxes[size_t(l)]);
+      for (const auto& [tensor, value] : a.values) found.values[trace_name(l, tensor)] = value;
+      for (const auto& [tensor, split] : a.split) found.split[trace_name(l, tensor)] = split;
+    }
 
-  const std::vector<const onnx::NodeProto*> norms = graph.nodes("LayerNormalization");
+  const std::vector<Norm> norms = norms_of(graph, g);
+  if (attention_ops.empty() && softmaxes.size() != size_t(L) && norms.size() == 1 + 2 * softmaxes.size())
+    throw InputError(file, fmt::format("the graph has {} layers (Softmax nodes, with the LayerNorms they imply); the "
+                                       "checkpoint has {}",
+                                       softmaxes.size(), L));
   const std::string norms_why =
       norms.size() == size_t(1 + 2 * L)
           ? ""
-          : fmt::format("{} LayerNormalization nodes for the embeddings' and {} layers' two: not recognised",
+          : fmt::format("{} LayerNorms (LayerNormalization nodes or their decomposition) for the embeddings' and {} "
+                        "layers' two: not recognised",
                         norms.size(), L);
   if (norms_why.empty()) {
-    found[kEmbeddingsOutput] = norms[0]->output(0);
+    found.values[kEmbeddingsOutput] = norms[0].output;
     for (int l = 0; l < L; ++l) {
-      found.emplace(trace_name(l, LT::attention_output), norms[size_t(1 + 2 * l)]->output(0));
-      found.emplace(trace_name(l, LT::output), norms[size_t(2 + 2 * l)]->output(0));
+      found.values.emplace(trace_name(l, LT::attention_output), norms[size_t(1 + 2 * l)].output);
+      found.values.emplace(trace_name(l, LT::output), norms[size_t(2 + 2 * l)].output);
     }
   }
 
-  check_weights(graph, config, ck.weights, norms_why.empty() ? norms : decltype(norms){}, found, f);
+  check_weights(graph, config, ck.weights, norms_why.empty() ? norms : std::vector<Norm>{}, found, f);
 
-  // Each found value becomes an output under its trace name; last_hidden_state stays what it is.
+  // The lens tensors are derived from every layer's value and probs, where the graph gives them.
+  f.lenses_derived = true;
+  for (int l = 0; l < L; ++l)
+    for (LT t : {LT::value, LT::probs})
+      if (!found.values.count(trace_name(l, t)) && !found.split.count(trace_name(l, t))) f.lenses_derived = false;
+
+  // Each found value becomes an output under its trace name; last_hidden_state stays what it is. A key
+  // the graph holds only transposed is its heads' split, transposed to [B, H, T, Dh].
+  auto add_output = [&](const std::string& op, const std::string& value, const std::string& name) -> onnx::NodeProto& {
+    onnx::NodeProto& n = *g.add_node();
+    n.set_op_type(op);
+    n.set_name("lenscheck_" + name);
+    n.add_input(value);
+    n.add_output(name);
+    g.add_output()->set_name(name);
+    return n;
+  };
   for (const TensorSpec& spec : trace_schema(config, 1)) {
-    const auto it = found.find(spec.name);
-    if (it != found.end()) {
+    if (const auto it = found.values.find(spec.name); it != found.values.end()) {
       f.outputs.emplace_back(it->second, spec.name);
-      onnx::NodeProto& identity = *g.add_node();
-      identity.set_op_type("Identity");
-      identity.set_name("lenscheck_" + spec.name);
-      identity.add_input(it->second);
-      identity.add_output(spec.name);
-      g.add_output()->set_name(spec.name);
-      continue;
+      add_output("Identity", it->second, spec.name);
+    } else if (const auto split = found.split.find(spec.name); split != found.split.end()) {
+      f.outputs.emplace_back(split->second, spec.name);
+      onnx::AttributeProto& perm = *add_output("Transpose", split->second, spec.name).add_attribute();
+      perm.set_name("perm");
+      perm.set_type(onnx::AttributeProto::INTS);
+      for (int64_t axis : {0, 2, 1, 3}) perm.add_ints(axis);
+    } else if (!(f.lenses_derived && is_lens_tensor(spec.name))) {
+      f.unreachable.push_back({spec.name, why_not_found(spec.name, attention_why, norms_why)});
     }
-    f.unreachable.push_back({spec.name, why_not_found(spec.name, attention_why, norms_why)});
   }
   std::ofstream out(copy, std::ios::binary | std::ios::trunc);
   if (!out || !model.SerializeToOstream(&out) || !out.flush()) throw InputError(copy, "cannot write the ONNX model");
@@ -438,6 +547,13 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
     onnxruntime::Run run = onnxruntime::run(copy, inputs, ort, name, precision, ck.vocab);
     r.traces = std::move(run.traces);
     r.unreachable = found.unreachable;
+    if (found.lenses_derived) {
+      const runtime::Encoder lens_code(ck.config, ck.weights);
+      for (Trace& trace : r.traces) lens_code.derive_lenses(trace);
+      r.notes.push_back("derived: the lens tensors (value_norm, transformed_norm and the lenses.*), which the graph "
+                        "does not compute, by lenscheck's runtime lens code in fp32 from the candidate's own "
+                        "attention.value and attention.probs and the checkpoint's W_O");
+    }
     r.label = fmt::format("onnxruntime-node {}{}", run.version, r.label.substr(std::string("onnxruntime-node").size()));
     r.notes.push_back(fmt::format("found in the graph: {} of {} trace tensors, each made an output of a copy",
                                   found.outputs.size(), found.outputs.size() + found.unreachable.size()));

@@ -10,6 +10,7 @@ packages=(cmake g++ ninja-build pkg-config
           libgtest-dev librapidcheck-dev libbenchmark-dev
           libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libicu-dev libssl-dev
           libonnx-dev libprotobuf-dev   # export-onnx: the ONNX library, its protobuf schema and checker
+          python3-torch   # torch.onnx exports a test graph (scripts/torch-onnx-export.py), on libtorch's library
           clang libclang-rt-14-dev)   # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
 command -v npm >/dev/null || packages+=(npm)
 command -v node >/dev/null || packages+=(nodejs)   # verify --candidate onnxruntime runs onnx/ort-adapter.js

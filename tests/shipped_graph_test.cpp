@@ -1,19 +1,23 @@
-// `--candidate onnx:PATH`: a graph as its user ships it (here lenscheck's own export without --trace, at
-// fp32, fp16 and int8), its weights checked against the checkpoint's, its trace tensors found by their
-// patterns and judged, the rest listed as not judged; a copy with one weight moved by one per mille and
+// `--candidate onnx:PATH`: a graph as its user ships it (lenscheck's own export without --trace, at fp32,
+// fp16 and int8; PyTorch's torch.onnx export at opset 14; the same after ONNX Runtime's optimizer), its
+// weights checked against the checkpoint's, its trace tensors found by their patterns and judged, the
+// lenses derived from its values and probabilities; a copy with one weight moved by one per mille and
 // another checkpoint's graph fail by the weights, and bad graphs are bad input naming the file.
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <limits>
 
+#include "audit/study_plan.h"
 #include "gate/verify.h"
 #include "gate/verify_report.h"
 #include "model/checkpoint.h"
 #include "model/error.h"
+#include "model/trace.h"
 #include "onnx/export.h"
 #include "onnx/shipped_graph.h"
 #include "tests/test_support.h"
@@ -58,39 +62,64 @@ void write(const onnx::ModelProto& m, const fs::path& file) {
   ASSERT_TRUE(m.SerializeToOstream(&out)) << file;
 }
 
+// With the display verdict of the bundled study's instrument.
 VerifyResult verified(const fs::path& graph) {
+  static const Instrument instrument =
+      instrument_of(load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml"));
   return verify(trained_mini(), onnx_export::shipped_candidate(graph, {}), load_sentences(two_sentences()),
-                two_sentences(), tolerances(), {});
+                two_sentences(), tolerances(), {.instrument = &instrument});
 }
 
-class ShippedGraph : public testing::TestWithParam<onnx_export::Variant> {};
+// One graph as shipped, and the initializer a fault scales: the last layer's value weight (its int8 scale),
+// or in torch.onnx's graphs, whose transposed weights have generated names, its bias.
+struct Shipped {
+  std::string name;
+  std::function<fs::path()> graph;
+  std::string value_initializer;
+};
+void PrintTo(const Shipped& s, std::ostream* os) { *os << s.name; }
+
+std::vector<Shipped> shipped_graphs() {
+  using onnx_export::Variant;
+  return {{"lenscheck_fp32", [] { return exported(Variant::fp32); }, "encoder.layer.3.attention.self.value.weight_t"},
+          {"lenscheck_fp16", [] { return exported(Variant::fp16); }, "encoder.layer.3.attention.self.value.weight_t"},
+          {"lenscheck_int8", [] { return exported(Variant::int8); }, "encoder.layer.3.attention.self.value.weight_scale"},
+          {"torch_onnx_opset14", [] { return test::fixture("onnx/trained-mini-torch.onnx"); },
+           "encoder.layer.3.attention.self.value.bias"},
+          {"torch_onnx_ort_optimized", [] { return test::fixture("onnx/trained-mini-torch-ort.onnx"); },
+           "encoder.layer.3.attention.self.value.bias"}};
+}
+
+class ShippedGraph : public testing::TestWithParam<Shipped> {};
 
 }  // namespace
 
-TEST_P(ShippedGraph, PassesWithItsAttentionAndLayerNormsFoundAndTheRestListed) {
-  const VerifyResult r = verified(exported(GetParam()));
+// Every trace tensor is found, or derived (the lenses, from the graph's own values and probabilities), and
+// judged on both sentences; the display verdict runs.
+TEST_P(ShippedGraph, PassesWithEveryTensorFoundOrDerivedAndJudged) {
+  const VerifyResult r = verified(GetParam().graph());
   EXPECT_TRUE(r.pass());
   const int layers = trained_mini().config.num_hidden_layers;
   EXPECT_TRUE(r.weights_differ.empty());
-  // Everything but the lenses, which no shipped graph computes: 5 lens tensors per layer.
-  EXPECT_EQ(r.unreachable.size(), size_t(5 * layers));
-  for (const char* family : {"embeddings.output", "layer.*.attention.query", "layer.*.attention.key",
-                             "layer.*.attention.value", "layer.*.attention.scores", "layer.*.attention.probs",
-                             "layer.*.attention.context", "layer.*.attention.output", "layer.*.intermediate",
-                             "layer.*.output"}) {
+  EXPECT_TRUE(r.unreachable.empty()) << r.unreachable.front().tensor << ": " << r.unreachable.front().why;
+  EXPECT_TRUE(r.display.has_value());
+  for (const TensorSpec& spec : trace_schema(trained_mini().config, 1)) {
+    const std::string family = spec.name.starts_with("layer.") ? "layer.*" + spec.name.substr(spec.name.find('.', 6))
+                                                               : spec.name;
     const auto judged = std::find_if(r.gate.families.begin(), r.gate.families.end(),
                                      [&](const TensorSummary& f) { return f.name == family; });
     ASSERT_NE(judged, r.gate.families.end()) << family;
-    EXPECT_EQ(judged->compared, size_t(2 * (std::string(family).starts_with("layer.") ? layers : 1))) << family;
+    EXPECT_EQ(judged->compared, size_t(2 * (spec.name.starts_with("layer.") ? layers : 1))) << family;
   }
+  const auto derived = std::find_if(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.starts_with("derived: "); });
+  EXPECT_NE(derived, r.notes.end());
 }
 
 // Each fails by the weight check, naming the parameter, before any sentence runs: fp32 exactly, fp16 once
 // rounded; in int8 the scale times 1.001 moves some weight past half a step of its channel.
-TEST_P(ShippedGraph, FailsACopyWithTheLastLayersValueWeightScaledByOnePerMille) {
-  onnx::ModelProto m = read(exported(GetParam()));
-  const std::string name = GetParam() == onnx_export::Variant::int8 ? "encoder.layer.3.attention.self.value.weight_scale"
-                                                                     : "encoder.layer.3.attention.self.value.weight_t";
+TEST_P(ShippedGraph, FailsACopyWithOneOfTheLastLayersValueParametersScaledByOnePerMille) {
+  onnx::ModelProto m = read(GetParam().graph());
+  const std::string& name = GetParam().value_initializer;
   bool scaled = false;
   for (onnx::TensorProto& t : *m.mutable_graph()->mutable_initializer()) {
     if (t.name() != name) continue;
@@ -119,7 +148,8 @@ TEST_P(ShippedGraph, FailsACopyWithTheLastLayersValueWeightScaledByOnePerMille) 
   const VerifyResult r = verified(copy);
   EXPECT_FALSE(r.pass());
   ASSERT_EQ(r.weights_differ.size(), 1u);
-  EXPECT_TRUE(r.weights_differ[0].starts_with("encoder.layer.3.attention.self.value.weight differs")) << r.weights_differ[0];
+  EXPECT_TRUE(r.weights_differ[0].starts_with("encoder.layer.3.attention.self.value.")) << r.weights_differ[0];
+  EXPECT_NE(r.weights_differ[0].find(" differs from the checkpoint's"), std::string::npos) << r.weights_differ[0];
   EXPECT_TRUE(r.sentences.empty());
 }
 
@@ -156,12 +186,10 @@ TEST(ShippedGraphWeights, AnotherCheckpointsGraphFailsNamingTheFirstParameterBef
   EXPECT_NE(junit.find("embeddings.word_embeddings.weight differs"), std::string::npos) << junit;
 }
 
-INSTANTIATE_TEST_SUITE_P(OnnxRuntime, ShippedGraph,
-                         testing::Values(onnx_export::Variant::fp32, onnx_export::Variant::fp16,
-                                         onnx_export::Variant::int8),
-                         [](const auto& info) { return onnx_export::variant_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(OnnxRuntime, ShippedGraph, testing::ValuesIn(shipped_graphs()),
+                         [](const auto& info) { return info.param.name; });
 
-TEST(ShippedGraphInput, NotOnnxNoOutputOrAnotherHiddenSizeIsBadInputNamingTheFile) {
+TEST(ShippedGraphInput, NotOnnxNoOutputOrAnotherHiddenSizeOrDepthIsBadInputNamingTheFile) {
   const fs::path dir = test::temp_dir("bad");
   test::write_file(dir / "text.onnx", "not a graph\n");
   EXPECT_THROW(onnx_export::shipped_candidate(dir / "text.onnx", {}), InputError);
@@ -187,6 +215,22 @@ TEST(ShippedGraphInput, NotOnnxNoOutputOrAnotherHiddenSizeIsBadInputNamingTheFil
     ADD_FAILURE() << "a graph of another hidden size was judged";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("last_hidden_state has 128 features; the checkpoint's hidden size is"),
+              std::string::npos)
+        << e.what();
+  }
+
+  // trained-mini's first two layers alone: a graph of another depth.
+  Checkpoint shallow = trained_mini();
+  shallow.config.num_hidden_layers = 2;
+  shallow.weights.layers.resize(2);
+  onnx_export::export_onnx(shallow, {.variant = onnx_export::Variant::fp32, .trace = false}, dir / "shallow.onnx");
+  try {
+    verified(dir / "shallow.onnx");
+    ADD_FAILURE() << "a graph of another depth was judged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("shallow.onnx"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the graph has 2 layers (Softmax nodes, with the LayerNorms they imply); "
+                                         "the checkpoint has 4"),
               std::string::npos)
         << e.what();
   }

@@ -1,0 +1,30 @@
+# Graphs lenscheck did not write, for `verify --candidate onnx:PATH` (tests/shipped_graph_test.cpp,
+# scripts/onnx-file-report.sh): trained-mini exported by PyTorch's own torch.onnx at opset 14
+# (scripts/torch-onnx-export.py on Debian's python3-torch: LayerNorm and GELU decomposed, linear weights
+# transposed), and the same graph as ONNX Runtime's extended optimizer saves it (LayerNormalization,
+# FusedMatMul and BiasGelu fused), written by onnx/ort-adapter.js asked for no sentence. Run by CTest as
+# a fixture set-up after make-fixtures.cmake, and by scripts/build.sh.
+foreach(var PYTHON NODE_MODULES FIXTURES)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "make-onnx-fixtures.cmake needs -D${var}=...")
+  endif()
+endforeach()
+set(out ${FIXTURES}/onnx)
+file(MAKE_DIRECTORY ${out})
+execute_process(COMMAND ${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/torch-onnx-export.py ${FIXTURES}/trained-mini
+                        ${out}/trained-mini-torch.onnx
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "torch-onnx-export.py failed (${rc}); it needs Debian's python3-torch "
+                      "(scripts/install-deps.sh):\n${err}")
+endif()
+file(WRITE ${out}/optimize.json
+     "{\"model\": \"${out}/trained-mini-torch.onnx\", \"optimized_model\": \"${out}/trained-mini-torch-ort.onnx\",
+       \"graph_optimization\": \"extended\", \"intra_op_threads\": 1, \"plain\": true, \"sentences\": []}\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -E env NODE_PATH=${NODE_MODULES}
+                        node ${CMAKE_CURRENT_LIST_DIR}/../onnx/ort-adapter.js ${out}/optimize.json
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+file(REMOVE ${out}/optimize.json)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "onnx/ort-adapter.js could not save ONNX Runtime's optimized graph (${rc}):\n${err}")
+endif()
