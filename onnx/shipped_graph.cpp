@@ -547,6 +547,14 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
     onnxruntime::Run run = onnxruntime::run(copy, inputs, ort, name, precision, ck.vocab);
     r.traces = std::move(run.traces);
     r.unreachable = found.unreachable;
+    // The heads are a reshape, not a weight: a graph that splits the checkpoint's weights into another number
+    // of heads passes the weight check and computes another model.
+    for (const Trace& trace : r.traces)
+      for (int l = 0; l < ck.config.num_hidden_layers; ++l)
+        if (const Tensor* value = trace.find(trace_name(l, LayerTensor::value));
+            value && !value->shape.empty() && value->shape[0] != ck.config.num_attention_heads)
+          throw InputError(file, fmt::format("the graph splits layer {}'s attention into {} heads; the checkpoint has {}",
+                                             l, value->shape[0], ck.config.num_attention_heads));
     if (found.lenses_derived) {
       const runtime::Encoder lens_code(ck.config, ck.weights);
       for (Trace& trace : r.traces) lens_code.derive_lenses(trace);

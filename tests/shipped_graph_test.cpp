@@ -189,7 +189,7 @@ TEST(ShippedGraphWeights, AnotherCheckpointsGraphFailsNamingTheFirstParameterBef
 INSTANTIATE_TEST_SUITE_P(OnnxRuntime, ShippedGraph, testing::ValuesIn(shipped_graphs()),
                          [](const auto& info) { return info.param.name; });
 
-TEST(ShippedGraphInput, NotOnnxNoOutputOrAnotherHiddenSizeOrDepthIsBadInputNamingTheFile) {
+TEST(ShippedGraphInput, NotOnnxNoOutputOrAnotherHiddenSizeDepthOrHeadCountIsBadInputNamingTheFile) {
   const fs::path dir = test::temp_dir("bad");
   test::write_file(dir / "text.onnx", "not a graph\n");
   EXPECT_THROW(onnx_export::shipped_candidate(dir / "text.onnx", {}), InputError);
@@ -231,6 +231,20 @@ TEST(ShippedGraphInput, NotOnnxNoOutputOrAnotherHiddenSizeOrDepthIsBadInputNamin
     EXPECT_NE(std::string(e.what()).find("shallow.onnx"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("the graph has 2 layers (Softmax nodes, with the LayerNorms they imply); "
                                          "the checkpoint has 4"),
+              std::string::npos)
+        << e.what();
+  }
+
+  // The same weights split into 8 heads of 32: every parameter equal, another model.
+  Checkpoint eight_heads = trained_mini();
+  eight_heads.config.num_attention_heads = 8;
+  onnx_export::export_onnx(eight_heads, {.variant = onnx_export::Variant::fp32, .trace = false}, dir / "heads.onnx");
+  try {
+    verified(dir / "heads.onnx");
+    ADD_FAILURE() << "a graph of another head count was judged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("heads.onnx"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the graph splits layer 0's attention into 8 heads; the checkpoint has 4"),
               std::string::npos)
         << e.what();
   }
