@@ -2,6 +2,8 @@
 // against the fp64 truth, and what the instrument shows.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +21,8 @@ namespace {
 
 void print_summary(const ComparisonSummary& c) {
   fmt::print("{} vs {} ({} rule): {}\n", c.candidate, c.reference, rule_name(c.rule), c.pass() ? "PASS" : "FAIL");
+  size_t width = 0;
+  for (const TensorSummary& t : c.families) width = std::max(width, t.name.size());
   for (const TensorSummary& t : c.families) {
     const std::string measure =
         c.rule == Rule::derived
@@ -26,7 +30,7 @@ void print_summary(const ComparisonSummary& c) {
                           benchmark_label(c.arithmetic), t.ratios.median(), t.tolerance.k,
                           t.local.values.empty() ? std::string("global only") : fmt::format("{:.2f}x", t.local.max()))
             : fmt::format("max abs {:.3e}  max rel {:.3e}  max ULP {:>6}", t.max_abs, t.max_rel, t.max_ulp);
-    fmt::print("  {:<36} {}  bound used {:5.1f} %  {}\n", t.name, measure, 100 * t.bound_used,
+    fmt::print("  {:<{}} {}  bound used {:5.1f} %  {}\n", t.name, width, measure, 100 * t.bound_used,
                t.pass() ? "pass" : "FAIL " + t.problem);
   }
 }

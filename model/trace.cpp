@@ -36,12 +36,18 @@ const std::vector<LayerTensorSpec>& layer_tensors() {
       {L::scores, "attention.scores", {A::head, A::query, A::key}, {E::heads, E::tokens, E::tokens}},
       {L::probs, "attention.probs", {A::head, A::query, A::key}, {E::heads, E::tokens, E::tokens}},
       {L::context, "attention.context", {A::token, A::feature}, {E::tokens, E::hidden}},
+      {L::attention_pre_norm, "attention.pre_norm", {A::token, A::feature}, {E::tokens, E::hidden}},
       {L::attention_output, "attention.output", {A::token, A::feature}, {E::tokens, E::hidden}},
       {L::value_norm, "value_norm", {A::head, A::token}, {E::heads, E::tokens}},
       {L::transformed_norm, "transformed_norm", {A::head, A::token}, {E::heads, E::tokens}},
       {L::lens_value_norm, "lens.value_norm", {A::head, A::query, A::key}, {E::heads, E::tokens, E::tokens}},
       {L::lens_transformed_norm, "lens.transformed_norm", {A::head, A::query, A::key}, {E::heads, E::tokens, E::tokens}},
       {L::lens_summed_transformed_norm, "lens.summed_transformed_norm", {A::query, A::key}, {E::tokens, E::tokens}},
+      {L::lens_residual_norm, "lens.residual_norm", {A::query, A::key}, {E::tokens, E::tokens}},
+      {L::lens_residual_layernorm_norm, "lens.residual_layernorm_norm", {A::query, A::key}, {E::tokens, E::tokens}},
+      {L::mixing_ratio_attention, "mixing_ratio.attention", {A::token}, {E::tokens}},
+      {L::mixing_ratio_residual, "mixing_ratio.residual", {A::token}, {E::tokens}},
+      {L::mixing_ratio_residual_layernorm, "mixing_ratio.residual_layernorm", {A::token}, {E::tokens}},
       {L::intermediate, "intermediate", {A::token, A::feature}, {E::tokens, E::intermediate}},
       {L::output, "output", {A::token, A::feature}, {E::tokens, E::hidden}},
   };
@@ -54,6 +60,10 @@ std::string trace_name(int layer, LayerTensor tensor) {
   for (const LayerTensorSpec& t : layer_tensors())
     if (t.tensor == tensor) return fmt::format("layer.{}.{}", layer, t.suffix);
   throw std::logic_error("a layer tensor without a name");
+}
+
+bool is_residual_lens(const std::string& name) {
+  return name.find(".lens.residual") != std::string::npos || name.find(".mixing_ratio.") != std::string::npos;
 }
 
 std::vector<TensorSpec> trace_schema(const BertConfig& c, int64_t T) {

@@ -36,14 +36,22 @@ enum class LayerTensor {
   query, key, value,  // [H, T, Dh]
   scores, probs,      // [H, T, T]
   context,            // [T, D], the heads concatenated
+  attention_pre_norm, // [T, D], the output projection plus the residual, before LayerNorm: y
   attention_output,   // [T, D], after the residual and LayerNorm
   value_norm, transformed_norm,                                          // [H, T]: ‖v‖, ‖f(x)‖
   lens_value_norm, lens_transformed_norm, lens_summed_transformed_norm,  // [H, T, T], [T, T]
+  // Kobayashi et al. 2021 (residual_lens.h): ‖z_ij‖ and its LayerNorm'd norm [T, T]; mixing ratios [T].
+  lens_residual_norm, lens_residual_layernorm_norm,
+  mixing_ratio_attention, mixing_ratio_residual, mixing_ratio_residual_layernorm,
   intermediate,       // [T, I], after the activation
   output,             // [T, D]
 };
 // "layer.2.attention.probs"
 std::string trace_name(int layer, LayerTensor tensor);
+
+// A tensor of the residual lens (lens.residual_*, mixing_ratio.*): ONNX graphs do not compute it, and
+// lenscheck derives it from their trace (runtime::Encoder::derive_lenses).
+bool is_residual_lens(const std::string& name);
 
 // Every tensor a complete trace holds for `tokens` tokens, in forward order.
 std::vector<TensorSpec> trace_schema(const BertConfig& config, int64_t tokens);

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "model/error.h"
+#include "runtime/encoder.h"
 
 namespace lenscheck::onnx_export {
 
@@ -66,6 +67,8 @@ Candidate candidate(const CandidateSpec& spec) {
     onnxruntime::Run run = onnxruntime::run(graph, inputs, spec.ort, label, precision, ck.vocab);
     CandidateRun r;
     r.traces = std::move(run.traces);
+    const runtime::Encoder lens_code(ck.config, ck.weights);
+    for (Trace& trace : r.traces) lens_code.derive_lenses(trace);
     r.label = fmt::format("onnxruntime-node {} {}", run.version, label.substr(std::string("onnxruntime ").size()));
     r.notes.push_back(fmt::format("candidate: {}; graph: opset {}, {} nodes, {} outputs, {:.1f} MB, exported in {:.2f} s",
                                   r.label, kOpset, exported.nodes, exported.outputs, double(exported.bytes) / 1e6,
@@ -76,6 +79,9 @@ Candidate candidate(const CandidateSpec& spec) {
                                   run.sentence_ms.empty()
                                       ? 0.0
                                       : *std::max_element(run.sentence_ms.begin(), run.sentence_ms.end())));
+    r.notes.push_back("derived: the residual lens (lens.residual_norm, lens.residual_layernorm_norm, mixing_ratio.*), "
+                      "which the graph does not compute, by lenscheck's runtime lens code in fp32 from the candidate's "
+                      "own attention.value, attention.probs and attention.pre_norm and each layer's input");
     return r;
   };
   return c;

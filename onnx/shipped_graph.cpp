@@ -394,15 +394,18 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   }
 }
 
-// A tensor of the 2020 lens (Kobayashi et al.), which no shipped graph computes: lenscheck derives it.
+// A lens tensor, of 2020 or 2021, which no shipped graph computes: lenscheck derives it.
 bool is_lens_tensor(const std::string& name) {
-  return name.find(".lens.") != std::string::npos || name.ends_with("_norm");
+  return name.find(".lens.") != std::string::npos || name.ends_with("_norm") || is_residual_lens(name);
 }
 
 // Why a trace tensor was not found, from what the search for its pattern said.
 std::string why_not_found(const std::string& name, const std::string& attention_why, const std::string& norms_why) {
   const bool attention = name.find(".attention.") != std::string::npos && !name.ends_with(".attention.output");
   if (attention && !attention_why.empty()) return attention_why;
+  if (is_residual_lens(name))
+    return "a residual-lens tensor, derived from the candidate's attention.value, attention.probs, attention.pre_norm "
+           "and each layer's input, which are not all found";
   if (is_lens_tensor(name))
     return "a lens tensor, derived from the candidate's attention.value and attention.probs, which are not found";
   if (!norms_why.empty() && (name == kEmbeddingsOutput || name.ends_with(".output"))) return norms_why;
@@ -474,6 +477,7 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   if (norms_why.empty()) {
     found.values[kEmbeddingsOutput] = norms[0].output;
     for (int l = 0; l < L; ++l) {
+      found.values.emplace(trace_name(l, LT::attention_pre_norm), norms[size_t(1 + 2 * l)].input);
       found.values.emplace(trace_name(l, LT::attention_output), norms[size_t(1 + 2 * l)].output);
       found.values.emplace(trace_name(l, LT::output), norms[size_t(2 + 2 * l)].output);
     }
@@ -481,11 +485,17 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
 
   check_weights(graph, config, ck.weights, norms_why.empty() ? norms : std::vector<Norm>{}, found, f);
 
-  // The lens tensors are derived from every layer's value and probs, where the graph gives them.
-  f.lenses_derived = true;
-  for (int l = 0; l < L; ++l)
-    for (LT t : {LT::value, LT::probs})
-      if (!found.values.count(trace_name(l, t)) && !found.split.count(trace_name(l, t))) f.lenses_derived = false;
+  // The lens tensors are derived from every layer's value and probs, where the graph gives them; the
+  // residual lens also from its context and input.
+  auto all_found = [&](std::initializer_list<LT> tensors) {
+    for (int l = 0; l < L; ++l)
+      for (LT t : tensors)
+        if (!found.values.count(trace_name(l, t))) return false;
+    return true;
+  };
+  f.lenses_derived = all_found({LT::value, LT::probs});
+  const bool residual_lens_derived = f.lenses_derived && all_found({LT::attention_pre_norm, LT::output}) &&
+                                     found.values.count(kEmbeddingsOutput);
 
   // Each found value becomes an output under its trace name; last_hidden_state stays what it is. A key
   // the graph holds only transposed is its heads' split, transposed to [B, H, T, Dh].
@@ -508,7 +518,8 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
       perm.set_name("perm");
       perm.set_type(onnx::AttributeProto::INTS);
       for (int64_t axis : {0, 2, 1, 3}) perm.add_ints(axis);
-    } else if (!(f.lenses_derived && is_lens_tensor(spec.name))) {
+    } else if (!(is_residual_lens(spec.name) ? residual_lens_derived
+                                                    : f.lenses_derived && is_lens_tensor(spec.name))) {
       f.unreachable.push_back({spec.name, why_not_found(spec.name, attention_why, norms_why)});
     }
   }
@@ -558,9 +569,10 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
     if (found.lenses_derived) {
       const runtime::Encoder lens_code(ck.config, ck.weights);
       for (Trace& trace : r.traces) lens_code.derive_lenses(trace);
-      r.notes.push_back("derived: the lens tensors (value_norm, transformed_norm and the lenses.*), which the graph "
-                        "does not compute, by lenscheck's runtime lens code in fp32 from the candidate's own "
-                        "attention.value and attention.probs and the checkpoint's W_O");
+      r.notes.push_back("derived: the lens tensors (value_norm, transformed_norm, lens.*, mixing_ratio.*), which the "
+                        "graph does not compute, by lenscheck's runtime lens code in fp32 from the candidate's own "
+                        "attention.value and attention.probs (the residual lens also its attention.pre_norm and each "
+                        "layer's input) and the checkpoint's W_O, b_O and attention LayerNorm gain");
     }
     r.label = fmt::format("onnxruntime-node {}{}", run.version, r.label.substr(std::string("onnxruntime-node").size()));
     r.notes.push_back(fmt::format("found in the graph: {} of {} trace tensors, each made an output of a copy",

@@ -304,6 +304,54 @@ Trace Oracle::forward(const Encoding& enc, Record record) const {
                                   });
 }
 
+namespace {
+
+// Kobayashi et al. 2021's residual lens (runtime/kernels.h residual_lenses), term by term: for a block of
+// query rows i at a time, terms [rows, T, D] = Σ_h α_hij f_h(x_j); z_ij = terms + δ_ij x_i (x the layer's
+// input), its LayerNorm'd form γ ⊙ (z − mean z) / sqrt(var y_i + ε) with y the real pre-LayerNorm state,
+// and the mixing ratios of the three from Σ_{j≠i} of each term, summed here rather than read off y.
+class ResidualLensBlocks {
+ public:
+  ResidualLensBlocks(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& gain, double eps)
+      : x_(x), gain_(gain), scale_(torch::rsqrt(y.var(-1, false) + eps)) {}
+
+  void add(const torch::Tensor& terms, int64_t first_row) {
+    const int64_t rows = terms.size(0);
+    const auto at = torch::arange(rows, torch::kInt64), own = at + first_row;
+    const auto self = terms.index({at, own});  // [rows, D]: Σ_h α_hii f_h(x_i)
+    const auto z_self = self + x_.index({own});
+    auto z = terms.clone();
+    z.index_put_({at, own}, z_self);
+    auto norm = [](const torch::Tensor& t) { return torch::linalg::vector_norm(t, 2, {-1}, false, {}); };
+    auto centred = [&](const torch::Tensor& t) { return norm(gain_ * (t - t.mean(-1, true))); };
+    residual_norm_.push_back(norm(z));
+    layernorm_norm_.push_back(centred(z) * scale_.slice(0, first_row, first_row + rows).unsqueeze(1));
+    const auto rest = terms.sum(1) - self;  // Σ_{j≠i}
+    const auto r = norm(rest), rc = centred(rest);
+    // a / (a + b), 0 where both are 0 (nothing carried, so nothing mixed in).
+    auto share = [](const torch::Tensor& a, const torch::Tensor& b) {
+      return torch::where(a + b > 0, a / (a + b), torch::zeros_like(a));
+    };
+    ratio_attention_.push_back(share(r, norm(self)));
+    ratio_residual_.push_back(share(r, norm(z_self)));
+    ratio_layernorm_.push_back(share(rc, centred(z_self)));  // the scale is common to both and cancels
+  }
+  // The five tensors, each with its name in the trace.
+  std::vector<std::pair<LayerTensor, torch::Tensor>> results() const {
+    return {{LayerTensor::lens_residual_norm, torch::cat(residual_norm_)},
+            {LayerTensor::lens_residual_layernorm_norm, torch::cat(layernorm_norm_)},
+            {LayerTensor::mixing_ratio_attention, torch::cat(ratio_attention_)},
+            {LayerTensor::mixing_ratio_residual, torch::cat(ratio_residual_)},
+            {LayerTensor::mixing_ratio_residual_layernorm, torch::cat(ratio_layernorm_)}};
+  }
+
+ private:
+  torch::Tensor x_, gain_, scale_;
+  std::vector<torch::Tensor> residual_norm_, layernorm_norm_, ratio_attention_, ratio_residual_, ratio_layernorm_;
+};
+
+}  // namespace
+
 Trace Oracle::run(const Encoding& enc, Record record) const {
   torch::NoGradGuard no_grad;
   const Impl& m = *impl_;
@@ -368,7 +416,9 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
             .q_proj_weight(L.wq)
             .k_proj_weight(L.wk)
             .v_proj_weight(L.wv));
-    const auto attention = norm(attended.squeeze(1) + x, L.ln1_g, L.ln1_b);
+    const auto pre_norm = attended.squeeze(1) + x;
+    if (everything) trace.add(name(LT::attention_pre_norm), to_trace(pre_norm));
+    const auto attention = norm(pre_norm, L.ln1_g, L.ln1_b);
     if (lenses) {
       const auto alpha = probs.squeeze(0);  // [H, T, T]
       trace.add(name(LT::probs), to_trace(alpha));
@@ -388,11 +438,14 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
         // [T, T, D] would take 512 MiB at T = 512 in fp64; blocks keep it to about 32 MiB.
         const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));
         std::vector<torch::Tensor> summed;
-        for (int64_t i = 0; i < T; i += block)
-          summed.push_back(torch::linalg::vector_norm(
-              torch::einsum("hij,hjd->ijd", {alpha.slice(1, i, std::min(T, i + block)), fx}), 2, {-1},
-              false, {}));
+        ResidualLensBlocks residual(x, pre_norm, L.ln1_g, m.config.layer_norm_eps);
+        for (int64_t i = 0; i < T; i += block) {
+          const auto terms = torch::einsum("hij,hjd->ijd", {alpha.slice(1, i, std::min(T, i + block)), fx});
+          summed.push_back(torch::linalg::vector_norm(terms, 2, {-1}, false, {}));
+          residual.add(terms, i);
+        }
         trace.add(name(LT::lens_summed_transformed_norm), to_trace(torch::cat(summed)));
+        for (const auto& [tensor, values] : residual.results()) trace.add(name(tensor), to_trace(values));
       }
     }
 
@@ -575,10 +628,13 @@ class Oracle::SimulatedPass {
     if (all({&ai, &vi}))
       context = finish(name(LT::context), product_raw(*ai, *vi).transpose(0, 1).reshape({T, D}), true);
     const Value ci = input(name(LT::context), context, {T, D}, true);
-    if (all({&ci, &xi}))
-      attention = finish_norm(name(LT::attention_output), op(arith(linear(*ci, L.attention_out)) + arith(*xi)),
-                              L.ln1_g, L.ln1_b);
-    if (vi) lenses(l, L, *vi, ai);
+    Value pre_norm;  // y, the attention block's state before its LayerNorm
+    if (all({&ci, &xi})) {
+      const auto raw = arith(linear(*ci, L.attention_out)) + arith(*xi);
+      pre_norm = finish(name(LT::attention_pre_norm), raw, false);
+      attention = finish_norm(name(LT::attention_output), op(raw), L.ln1_g, L.ln1_b);
+    }
+    if (vi) lenses(l, L, *vi, ai, xi, input(name(LT::attention_pre_norm), pre_norm, {T, D}, false));
 
     const Value attention_i = input(name(LT::attention_output), attention, {T, D}, true);
     Value inter;
@@ -589,8 +645,10 @@ class Oracle::SimulatedPass {
                        L.ln2_b);
   }
 
-  // Kobayashi et al. 2020's norms and lenses of layer l, from its values vi and probabilities ai.
-  void lenses(int l, const SimulatedLayer& L, const torch::Tensor& vi, const Value& ai) {
+  // Kobayashi et al. 2020's norms and lenses of layer l, from its values vi and probabilities ai, and
+  // 2021's residual lens, from these, the layer's input xi and its pre-LayerNorm state.
+  void lenses(int l, const SimulatedLayer& L, const torch::Tensor& vi, const Value& ai, const Value& xi,
+              const Value& pre_norm) {
     auto name = [l](LayerTensor t) { return trace_name(l, t); };
     const int64_t T = T_, D = D_, H = H_, Dh = Dh_;
     const Value value_norm =
@@ -608,11 +666,18 @@ class Oracle::SimulatedPass {
     const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));  // as run() blocks it
     std::vector<torch::Tensor> summed;
     const auto fx_in = arith(product_input(fx));
-    for (int64_t i = 0; i < T; i += block)
-      summed.push_back(back(torch::linalg::vector_norm(
-          arith(op(torch::einsum("hij,hjd->ijd", {arith(product_input(ai->slice(1, i, std::min(T, i + block)))), fx_in}))),
-          2, {-1}, false, {})));
+    std::optional<ResidualLensBlocks> residual;
+    if (all({&xi, &pre_norm}))
+      residual.emplace(arith(*xi), arith(*pre_norm), arith(L.ln1_g), m_.config.layer_norm_eps);
+    for (int64_t i = 0; i < T; i += block) {
+      const auto terms = arith(op(
+          torch::einsum("hij,hjd->ijd", {arith(product_input(ai->slice(1, i, std::min(T, i + block)))), fx_in})));
+      summed.push_back(back(torch::linalg::vector_norm(terms, 2, {-1}, false, {})));
+      if (residual) residual->add(terms, i);
+    }
     finish(name(LT::lens_summed_transformed_norm), torch::cat(summed), false);
+    if (residual)
+      for (const auto& [tensor, values] : residual->results()) finish(name(tensor), back(values), false);
   }
 };
 

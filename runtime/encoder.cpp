@@ -27,7 +27,9 @@ PackedWeight packed(const Param& p) {
 // Copies float buffers into the trace under their names, as the record mode asks.
 class Recorder {
  public:
-  Recorder(Trace& trace, Record mode) : trace_(trace), mode_(mode) {}
+  // missing_only: adds a tensor only where the trace lacks it (Encoder::derive_lenses).
+  enum Fill { every, missing_only };
+  Recorder(Trace& trace, Record mode, Fill fill = every) : trace_(trace), mode_(mode), fill_(fill) {}
   Record mode() const { return mode_; }
   // A tensor of the full trace only.
   void operator()(std::string name, std::vector<int64_t> shape, const float* data) {
@@ -44,6 +46,7 @@ class Recorder {
 
  private:
   void add(std::string name, std::vector<int64_t> shape, const float* data) {
+    if (fill_ == missing_only && trace_.find(name)) return;
     Tensor t;
     size_t n = 1;
     for (int64_t d : shape) n *= static_cast<size_t>(d);
@@ -54,12 +57,13 @@ class Recorder {
 
   Trace& trace_;
   Record mode_;
+  Fill fill_;
 };
 
 // The buffers of a forward, kept by each thread from call to call: every element is written before
 // it is read, so none is cleared, and after the first forward of a length none pages in fresh
 // memory (zeroing and faulting in 16 MiB took 2-3 % of a T = 512 forward).
-enum class Buffer { x, q, k, v, heads, scores, probs, context, attention, inter, out, fx, value_norm, transformed_norm, lens, count };
+enum class Buffer { x, q, k, v, heads, scores, probs, context, attention, pre_norm, inter, out, fx, value_norm, transformed_norm, lens, residual_lens, count };
 float* scratch(Buffer which, size_t floats) {
   thread_local std::vector<float> kept[static_cast<size_t>(Buffer::count)];
   std::vector<float>& b = kept[static_cast<size_t>(which)];
@@ -68,9 +72,10 @@ float* scratch(Buffer which, size_t floats) {
 }
 
 // Kobayashi et al. 2020: ||v|| and ||f(x)|| of v [T, H*Dh], then the lenses weight the layer's
-// probs [H, T, T] by them; the head-summed lens only where the whole trace is kept.
+// probs [H, T, T] by them; the head-summed lens, and Kobayashi et al. 2021's residual lens from the layer's
+// input x and pre-LayerNorm state y (where not null), only where the whole trace is kept.
 void record_lenses(const Stages& stages, const Pass& pass, const LayerOf& layer, const float* v, const float* probs,
-                   Recorder& rec) {
+                   const float* x, const float* y, Recorder& rec) {
   const size_t T = pass.T, D = pass.D, H = pass.H;
   const int64_t t = static_cast<int64_t>(T), h = static_cast<int64_t>(H);
   auto name = [&](LayerTensor tensor) { return trace_name(int(layer.index), tensor); };
@@ -88,6 +93,16 @@ void record_lenses(const Stages& stages, const Pass& pass, const LayerOf& layer,
   if (rec.mode() == Record::everything) {
     summed_transformed_norm(probs, fx, H, T, D, lens);
     rec(name(LT::lens_summed_transformed_norm), {t, t}, lens);
+  }
+  if (rec.mode() == Record::everything && x && y) {
+    float* r = scratch(Buffer::residual_lens, 2 * T * T + 3 * T);
+    const ResidualLenses out{r, r + T * T, r + 2 * T * T, r + 2 * T * T + T, r + 2 * T * T + 2 * T};
+    stages.residual_lenses(pass, layer, probs, fx, x, y, out);
+    rec(name(LT::lens_residual_norm), {t, t}, out.residual_norm);
+    rec(name(LT::lens_residual_layernorm_norm), {t, t}, out.residual_layernorm_norm);
+    rec(name(LT::mixing_ratio_attention), {t}, out.ratio_attention);
+    rec(name(LT::mixing_ratio_residual), {t}, out.ratio_residual);
+    rec(name(LT::mixing_ratio_residual_layernorm), {t}, out.ratio_residual_layernorm);
   }
 }
 
@@ -156,10 +171,13 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
 
     linear(context, T, layer.packed.attention_out, w.attention_out_b.values.data(), attention, pass.workers);
     stages_.residual(pass, layer, attention, x);
+    float* pre_norm = everything ? scratch(Buffer::pre_norm, T * D) : nullptr;  // y, for the residual lens
+    if (pre_norm) std::copy_n(attention, T * D, pre_norm);
+    rec(name(LT::attention_pre_norm), {t, d}, attention);
     stages_.layer_norm(pass, attention, w.attention_ln_g, w.attention_ln_b);
     rec(name(LT::attention_output), {t, d}, attention);
 
-    if (lenses) record_lenses(stages_, pass, layer, v, probs, rec);  // a plain forward computes no lens
+    if (lenses) record_lenses(stages_, pass, layer, v, probs, x, pre_norm, rec);  // a plain forward computes no lens
 
     linear(attention, T, layer.packed.intermediate, w.intermediate_b.values.data(), inter, pass.workers);
     stages_.activate(pass, inter);
@@ -180,8 +198,15 @@ void Encoder::derive_lenses(Trace& trace) const {
   const size_t T = trace.input_ids.size(), D = static_cast<size_t>(config_.hidden_size),
                H = static_cast<size_t>(config_.num_attention_heads);
   const Pass pass{T, D, H, D / H, static_cast<size_t>(config_.intermediate_size), config_, weights_, *workers_};
-  Recorder rec(trace, Record::everything);
-  std::vector<float> v(T * D), probs(H * T * T);
+  Recorder rec(trace, Record::everything, Recorder::missing_only);
+  std::vector<float> v(T * D), probs(H * T * T), x(T * D), y(T * D);
+  // A [T, D] tensor of the trace as floats, if it is there.
+  auto floats = [&](const std::string& name, std::vector<float>& to) {
+    const Tensor* t = trace.find(name);
+    if (!t || t->values.size() != T * D) return false;
+    std::copy(t->values.begin(), t->values.end(), to.begin());
+    return true;
+  };
   for (size_t l = 0; l < packed_.size(); ++l) {
     const Tensor* value = trace.find(trace_name(int(l), LT::value));
     const Tensor* p = trace.find(trace_name(int(l), LT::probs));
@@ -194,7 +219,12 @@ void Encoder::derive_lenses(Trace& trace) const {
         for (size_t e = 0; e < pass.Dh; ++e)
           v[tok * D + hh * pass.Dh + e] = static_cast<float>(value->values[(hh * T + tok) * pass.Dh + e]);
     std::copy(p->values.begin(), p->values.end(), probs.begin());
-    record_lenses(stages_, pass, {l, packed_.size(), weights_.layers[l], packed_[l]}, v.data(), probs.data(), rec);
+    // The residual lens also needs the layer's input and its pre-LayerNorm state.
+    const LayerOf layer{l, packed_.size(), weights_.layers[l], packed_[l]};
+    const bool residual = floats(l == 0 ? kEmbeddingsOutput : trace_name(int(l) - 1, LT::output), x) &&
+                          floats(trace_name(int(l), LT::attention_pre_norm), y);
+    record_lenses(stages_, pass, layer, v.data(), probs.data(), residual ? x.data() : nullptr,
+                  residual ? y.data() : nullptr, rec);
   }
 }
 

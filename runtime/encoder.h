@@ -22,8 +22,9 @@ class Encoder {
   // One sentence; Record::output skips the norms and lenses too.
   Trace forward(const Encoding& encoding, Record record = Record::everything) const;
 
-  // Adds the lens tensors that `trace`'s own attention.value and attention.probs imply, by the same code
-  // as the forward's: for a candidate that computes no lens (a shipped ONNX graph). std::invalid_argument
+  // Adds the lens tensors the trace lacks, from its own attention.value and attention.probs (and, for the
+  // residual lens, each layer's input and attention.pre_norm), by the same code as the forward's: for a
+  // candidate that computes no lens (a shipped ONNX graph, ONNX Runtime's residual lens). std::invalid_argument
   // where a layer's value or probs is missing or of another size.
   void derive_lenses(Trace& trace) const;
 

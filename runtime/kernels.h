@@ -63,6 +63,24 @@ void weight_by_key(const float* probs, const float* key_weight, size_t H, size_t
 // Kobayashi et al.'s head-summed norm, computed in double from each key's Gram matrix.
 void summed_transformed_norm(const float* probs, const float* fx, size_t H, size_t T, size_t D,
                              float* out);
+// Kobayashi et al. 2021 ("Incorporating Residual and Normalization Layers into Analysis of Masked Language
+// Models"): the attention block with its residual and LayerNorm, for query i and key j, over probs
+// [H, T, T], fx [H, T, D] (f_h(x_j), b_O excluded), the layer's input x [T, D] and its real pre-LayerNorm
+// state y [T, D] (context · W_O + b_O + x), with the attention LayerNorm's gain and ε (β excluded):
+//   z_ij = Σ_h α_hij f_h(x_j) + δ_ij x_i,  g_i(z) = γ ⊙ (z − mean z) / sqrt(var y_i + ε)
+//   residual_norm[i, j] = ‖z_ij‖,  residual_layernorm_norm[i, j] = ‖g_i(z_ij)‖
+//   ratio[i] = ‖Σ_{j≠i} t_ij‖ / (‖Σ_{j≠i} t_ij‖ + ‖t_ii‖) for t = Σ_h α f (attention), z (residual), g_i(z);
+//              0 where both norms are 0
+// y enters through var y_i only: Σ_j z_ij = y_i − b_O (the decomposition is complete) is a property
+// (properties/), not a shortcut, which would cancel where a token's own term dominates. The off-diagonal
+// norms come from each key's Gram matrix of its H vectors, as summed_transformed_norm's; everything in
+// double, rounded to float once. Any output may be null.
+struct ResidualLenses {
+  float *residual_norm = nullptr, *residual_layernorm_norm = nullptr;  // [T, T]
+  float *ratio_attention = nullptr, *ratio_residual = nullptr, *ratio_residual_layernorm = nullptr;  // [T]
+};
+void residual_lenses(const float* probs, const float* fx, const float* x, const float* y, const float* gain, double eps,
+                     size_t H, size_t T, size_t D, const ResidualLenses& out);
 // In place over each row of `dim` values; statistics accumulate in double.
 void layer_norm(float* x, size_t rows, size_t dim, const float* gamma, const float* beta, float eps,
                 const Workers& workers = one_thread());

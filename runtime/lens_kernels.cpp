@@ -1,8 +1,10 @@
-// The lens arithmetic (kernels.h: weight_by_key, summed_transformed_norm, l2_norm; runtime/lens.h):
+// The lens arithmetic (kernels.h: weight_by_key, summed_transformed_norm, residual_lenses, l2_norm;
+// runtime/lens.h):
 // sums in double, in an order the code fixes.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "runtime/kernels.h"
@@ -69,6 +71,102 @@ void summed_transformed_norm(const float* probs, const float* fx, size_t H, size
     for (size_t b0 = 0; b0 < T; b0 += 4)
       head_summed_norms(p.data() + b0, gram.data() + b0, H, keys, out + a * T + b0,
                         std::min<size_t>(4, T - b0));
+  }
+}
+
+namespace {
+
+// Mean and population variance of n values, in double.
+std::pair<double, double> moments(const double* v, size_t n) {
+  double mean = 0, var = 0;
+  for (size_t d = 0; d < n; ++d) mean += v[d];
+  mean /= double(n);
+  for (size_t d = 0; d < n; ++d) var += (v[d] - mean) * (v[d] - mean);
+  return {mean, var / double(n)};
+}
+
+// ‖v‖ and ‖γ ⊙ (v − mean v)‖ of n values.
+std::pair<double, double> plain_and_centred_norms(const double* v, const float* gain, size_t n) {
+  const double mean = moments(v, n).first;
+  double plain = 0, centred = 0;
+  for (size_t d = 0; d < n; ++d) {
+    plain += v[d] * v[d];
+    const double c = double(gain[d]) * (v[d] - mean);
+    centred += c * c;
+  }
+  return {std::sqrt(plain), std::sqrt(centred)};
+}
+
+// a / (a + b) of two norms; 0 where both are 0 (nothing carried, so nothing mixed in).
+double share(double a, double b) { return a + b > 0 ? a / (a + b) : 0.0; }
+
+}  // namespace
+
+void residual_lenses(const float* probs, const float* fx, const float* x, const float* y, const float* gain, double eps,
+                     size_t H, size_t T, size_t D, const ResidualLenses& out) {
+  // Per key b and heads h, g: <f_h, f_g> and <γ ⊙ (f_h − mean f_h), γ ⊙ (f_g − mean f_g)>.
+  std::vector<double> gram(T * H * H), centred_gram(T * H * H), centred(H * D);
+  for (size_t b = 0; b < T; ++b) {
+    for (size_t h = 0; h < H; ++h) {
+      const float* f = fx + (h * T + b) * D;
+      double mean = 0;
+      for (size_t d = 0; d < D; ++d) mean += f[d];
+      mean /= double(D);
+      for (size_t d = 0; d < D; ++d) centred[h * D + d] = double(gain[d]) * (double(f[d]) - mean);
+    }
+    for (size_t h = 0; h < H; ++h)
+      for (size_t g = 0; g <= h; ++g) {
+        double plain = 0, c = 0;
+        for (size_t d = 0; d < D; ++d) {
+          plain += double(fx[(h * T + b) * D + d]) * double(fx[(g * T + b) * D + d]);
+          c += centred[h * D + d] * centred[g * D + d];
+        }
+        gram[(b * H + h) * H + g] = gram[(b * H + g) * H + h] = plain;
+        centred_gram[(b * H + h) * H + g] = centred_gram[(b * H + g) * H + h] = c;
+      }
+  }
+  std::vector<double> diagonal(D), z(D), rest(D);
+  for (size_t a = 0; a < T; ++a) {
+    std::vector<double> yi(y + a * D, y + (a + 1) * D);
+    const double scale = 1.0 / std::sqrt(moments(yi.data(), D).second + eps);
+    for (size_t b = 0; b < T; ++b) {
+      if (b == a) continue;
+      double plain = 0, c = 0;
+      for (size_t h = 0; h < H; ++h)
+        for (size_t g = 0; g < H; ++g) {
+          const double pp = double(probs[(h * T + a) * T + b]) * double(probs[(g * T + a) * T + b]);
+          plain += pp * gram[(b * H + h) * H + g];
+          c += pp * centred_gram[(b * H + h) * H + g];
+        }
+      if (out.residual_norm) out.residual_norm[a * T + b] = float(std::sqrt(std::max(plain, 0.0)));
+      if (out.residual_layernorm_norm)
+        out.residual_layernorm_norm[a * T + b] = float(std::sqrt(std::max(c, 0.0)) * scale);
+    }
+    // The token's own term, Σ_h α_hii f_h(x_i), with and without its residual, and the rest of the row,
+    // summed term by term: read off y as y_i − b_O − z_ii, it would cancel where the own term dominates.
+    std::fill(rest.begin(), rest.end(), 0.0);
+    for (size_t h = 0; h < H; ++h)
+      for (size_t b = 0; b < T; ++b) {
+        if (b == a) continue;
+        const double p = probs[(h * T + a) * T + b];
+        const float* f = fx + (h * T + b) * D;
+        for (size_t d = 0; d < D; ++d) rest[d] += p * double(f[d]);
+      }
+    for (size_t d = 0; d < D; ++d) {
+      double t = 0;
+      for (size_t h = 0; h < H; ++h) t += double(probs[(h * T + a) * T + a]) * double(fx[(h * T + a) * D + d]);
+      diagonal[d] = t;
+      z[d] = t + double(x[a * D + d]);
+    }
+    const double t_norm = plain_and_centred_norms(diagonal.data(), gain, D).first;
+    const auto [z_norm, z_centred] = plain_and_centred_norms(z.data(), gain, D);
+    const auto [rest_norm, rest_centred] = plain_and_centred_norms(rest.data(), gain, D);
+    if (out.residual_norm) out.residual_norm[a * T + a] = float(z_norm);
+    if (out.residual_layernorm_norm) out.residual_layernorm_norm[a * T + a] = float(z_centred * scale);
+    if (out.ratio_attention) out.ratio_attention[a] = float(share(rest_norm, t_norm));
+    if (out.ratio_residual) out.ratio_residual[a] = float(share(rest_norm, z_norm));
+    // The scale 1 / sqrt(var y_i + ε) is common to both terms and cancels.
+    if (out.ratio_residual_layernorm) out.ratio_residual_layernorm[a] = float(share(rest_centred, z_centred));
   }
 }
 

@@ -42,6 +42,10 @@ Stages shipped() {
     for (size_t h = 0; h < p.H; ++h)
       for (size_t tok = 0; tok < p.T; ++tok) value_norm[h * p.T + tok] = l2_norm(v + tok * p.D + h * p.Dh, p.Dh);
   };
+  s.residual_lenses = [](const Pass& p, const LayerOf& l, const float* probs, const float* fx, const float* x,
+                         const float* y, const ResidualLenses& out) {
+    residual_lenses(probs, fx, x, y, l.w.attention_ln_g.values.data(), p.config.layer_norm_eps, p.H, p.T, p.D, out);
+  };
   s.activate = [](const Pass& p, float* intermediate) {
     const size_t n = p.T * p.I;
     switch (p.config.activation()) {

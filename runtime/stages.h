@@ -52,6 +52,11 @@ struct Stages {
   std::function<void(const Pass&, const LayerOf&, const float* v, float* fx)> transform_values;
   // value_norm [H, T]: the norm of each head's slice of each token's v.
   std::function<void(const Pass&, const LayerOf&, const float* v, float* value_norm)> value_norms;
+  // The residual lens of Kobayashi et al. 2021 (kernels.h residual_lenses) from the layer's probs [H, T, T],
+  // fx [H, T, D], input x [T, D] and pre-LayerNorm state y [T, D].
+  std::function<void(const Pass&, const LayerOf&, const float* probs, const float* fx, const float* x, const float* y,
+                     const ResidualLenses& out)>
+      residual_lenses;
   // In place over the FFN's intermediate [T, I]: the config's activation.
   std::function<void(const Pass&, float* intermediate)> activate;
   // out [T, D]: the FFN's output projection of the activated intermediate, before its residual.
