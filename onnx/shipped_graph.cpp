@@ -572,7 +572,7 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
       r.notes.push_back("derived: the lens tensors (value_norm, transformed_norm, lens.*, mixing_ratio.*), which the "
                         "graph does not compute, by lenscheck's runtime lens code in fp32 from the candidate's own "
                         "attention.value and attention.probs (the residual lens also its attention.pre_norm and each "
-                        "layer's input) and the checkpoint's W_O, b_O and attention LayerNorm gain");
+                        "layer's input) and the checkpoint's W_O and attention LayerNorm gain");
     }
     r.label = fmt::format("onnxruntime-node {}{}", run.version, r.label.substr(std::string("onnxruntime-node").size()));
     r.notes.push_back(fmt::format("found in the graph: {} of {} trace tensors, each made an output of a copy",
