@@ -575,8 +575,11 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                         "layer's input) and the checkpoint's W_O and attention LayerNorm gain");
     }
     r.label = fmt::format("onnxruntime-node {}{}", run.version, r.label.substr(std::string("onnxruntime-node").size()));
-    r.notes.push_back(fmt::format("found in the graph: {} of {} trace tensors, each made an output of a copy",
-                                  found.outputs.size(), found.outputs.size() + found.unreachable.size()));
+    const size_t schema = trace_schema(ck.config, 1).size();
+    r.notes.push_back(fmt::format("found in the graph: {} of {} trace tensors, each made an output of a copy; {} "
+                                  "derived, {} not judged",
+                                  found.outputs.size(), schema,
+                                  schema - found.outputs.size() - found.unreachable.size(), found.unreachable.size()));
     return r;
   };
   return c;
