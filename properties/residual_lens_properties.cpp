@@ -10,6 +10,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "model/error.h"
 #include "oracle/oracle.h"
 #include "properties/generators.h"
 #include "runtime/encoder.h"
@@ -196,6 +197,31 @@ RC_GTEST_PROP(ResidualLensProperties, ScalingTheVectorsByAPowerOfTwoLeavesTheMix
     if (std::min(norm[e], norm_scaled[e]) >= FLT_MIN && !prop::same_bits(norm[e] * s, norm_scaled[e]))
       RC_FAIL(fmt::format("residual norm [{}, {}]: {} unscaled, {} with f(x), x and y times 2^{}", e / c.T, e % c.T,
                           norm[e], norm_scaled[e], k));
+}
+
+// LayerNorm divides by sqrt(var y_i + ε): with ε = 0 a constant pre-LayerNorm state leaves the LayerNorm'd
+// lens undefined, which is an error naming the layer and token, not a NaN in a report.
+TEST(ResidualLens, AConstantPreLayerNormStateWithoutEpsilonIsAnErrorNamingTheLayerAndToken) {
+  BertConfig config;
+  config.hidden_size = 8, config.num_attention_heads = 2, config.num_hidden_layers = 1, config.intermediate_size = 4;
+  config.vocab_size = 10, config.max_position_embeddings = 8, config.type_vocab_size = 1, config.layer_norm_eps = 0;
+  const size_t H = 2, T = 3, D = 8;
+  std::vector<float> probs(H * T * T, 1.0f / 3), fx(H * T * D, 0.5f), x(T * D, 1.0f), y(T * D, 2.0f);
+  for (size_t d = 0; d < D; ++d) y[D + d] = float(d);  // token 1 varies, tokens 0 and 2 are constant
+  std::vector<float> out(T * T);
+  BertWeights weights = prop::random_weights(config, 1);
+  const runtime::PackedLayer packed;
+  const runtime::Pass pass{T, D, H, D / H, 4, config, weights, runtime::one_thread()};
+  runtime::ResidualLenses lens;
+  lens.residual_layernorm_norm = out.data();
+  try {
+    runtime::shipped_stages().residual_lenses(pass, {0, 1, weights.layers[0], packed}, probs.data(), fx.data(),
+                                               x.data(), y.data(), lens);
+    FAIL() << "a zero variance without ε gave a lens";
+  } catch (const NonFiniteError& e) {
+    EXPECT_STREQ(e.what(), "layer 0, token 0: the pre-LayerNorm state has variance 0 and ε is 0, so its LayerNorm'd "
+                           "residual lens is undefined");
+  }
 }
 
 }  // namespace lenscheck

@@ -74,7 +74,8 @@ void summed_transformed_norm(const float* probs, const float* fx, size_t H, size
 // y enters through var y_i only: Σ_j z_ij = y_i − b_O (the decomposition is complete) is a property
 // (properties/), not a shortcut, which would cancel where a token's own term dominates. The off-diagonal
 // norms come from each key's Gram matrix of its H vectors, as summed_transformed_norm's; everything in
-// double, rounded to float once. Any output may be null.
+// double, rounded to float once. Any output may be null. NonFiniteError naming the token where
+// var y_i + ε is 0 (a constant state with ε = 0); a NaN state propagates to the outputs.
 struct ResidualLenses {
   float *residual_norm = nullptr, *residual_layernorm_norm = nullptr;  // [T, T]
   float *ratio_attention = nullptr, *ratio_residual = nullptr, *ratio_residual_layernorm = nullptr;  // [T]

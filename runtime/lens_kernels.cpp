@@ -1,12 +1,15 @@
 // The lens arithmetic (kernels.h: weight_by_key, summed_transformed_norm, residual_lenses, l2_norm;
 // runtime/lens.h):
 // sums in double, in an order the code fixes.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <utility>
 #include <vector>
 
+#include "model/error.h"
 #include "runtime/kernels.h"
 #include "runtime/simd.h"
 
@@ -128,7 +131,14 @@ void residual_lenses(const float* probs, const float* fx, const float* x, const 
   std::vector<double> diagonal(D), z(D), rest(D);
   for (size_t a = 0; a < T; ++a) {
     std::vector<double> yi(y + a * D, y + (a + 1) * D);
-    const double scale = 1.0 / std::sqrt(moments(yi.data(), D).second + eps);
+    const double var = moments(yi.data(), D).second;
+    // LayerNorm itself divides by this: a constant pre-LayerNorm state with ε = 0 has no LayerNorm'd lens.
+    // A NaN state (a fault upstream) propagates, for the gate to fail as it fails every NaN.
+    if (var + eps <= 0)
+      throw NonFiniteError(fmt::format("token {}: the pre-LayerNorm state has variance {} and ε is {}, so its "
+                                       "LayerNorm'd residual lens is undefined",
+                                       a, var, eps));
+    const double scale = 1.0 / std::sqrt(var + eps);
     for (size_t b = 0; b < T; ++b) {
       if (b == a) continue;
       double plain = 0, c = 0;

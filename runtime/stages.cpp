@@ -1,7 +1,11 @@
 #include "runtime/stages.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+
+#include "model/error.h"
 
 namespace lenscheck::runtime {
 
@@ -44,7 +48,11 @@ Stages shipped() {
   };
   s.residual_lenses = [](const Pass& p, const LayerOf& l, const float* probs, const float* fx, const float* x,
                          const float* y, const ResidualLenses& out) {
-    residual_lenses(probs, fx, x, y, l.w.attention_ln_g.values.data(), p.config.layer_norm_eps, p.H, p.T, p.D, out);
+    try {
+      residual_lenses(probs, fx, x, y, l.w.attention_ln_g.values.data(), p.config.layer_norm_eps, p.H, p.T, p.D, out);
+    } catch (const NonFiniteError& e) {
+      throw NonFiniteError(fmt::format("layer {}, {}", l.index, e.what()));
+    }
   };
   s.activate = [](const Pass& p, float* intermediate) {
     const size_t n = p.T * p.I;
