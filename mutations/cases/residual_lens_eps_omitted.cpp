@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include "mutations/mutation.h"
 
@@ -11,10 +10,10 @@ namespace lenscheck::mutation {
 namespace {
 
 // Without ε the LayerNorm'd residual lens divides by sqrt(var y_i) for sqrt(var y_i + ε): a relative shift
-// of about ε / (2 var y_i) in every element of a row. Decided on the fp64 truth's pre-LayerNorm states
-// (context · W_Oᵀ + b_O + the layer's input): below 2^-25, a quarter of fp32's relative spacing, the
-// rounded lens is the same up to a last-bit tie, which the gate accepts; above 2^-17, four times k = 16
-// steps of fp32, the gate must see it; between, fp32's rounding decides.
+// of about ε / (2 var y_i) in every element of a row. Decided on the fp64 truth's attention.pre_norm: below
+// 2^-25, a quarter of fp32's relative spacing, the rounded lens is the same up to a last-bit tie, which the
+// gate accepts; above 2^-17, four times k = 16 steps of fp32, the gate must see it; between, fp32's
+// rounding decides.
 Equivalence eps_negligible(const Context& ctx) {
   const BertConfig& c = ctx.checkpoint.config;
   const size_t D = size_t(c.hidden_size);
@@ -22,20 +21,12 @@ Equivalence eps_negligible(const Context& ctx) {
   std::string at;
   for (const SentenceRun& run : ctx.runs)
     for (int l = 0; l < c.num_hidden_layers; ++l) {
-      const Trace& truth = *run.references.truth;
-      const Tensor& x = *truth.find(l == 0 ? kEmbeddingsOutput : trace_name(l - 1, LayerTensor::output));
-      const Tensor& context = *truth.find(trace_name(l, LayerTensor::context));
-      const LayerWeights& w = ctx.checkpoint.weights.layers[size_t(l)];
-      for (size_t i = 0; i < size_t(x.shape[0]); ++i) {
-        std::vector<double> y(D);
+      const Tensor& y = *run.references.truth->find(trace_name(l, LayerTensor::attention_pre_norm));  // [T, D]
+      for (size_t i = 0; i < size_t(y.shape[0]); ++i) {
+        const double* yi = y.values.data() + i * D;
         double mean = 0, var = 0;
-        for (size_t o = 0; o < D; ++o) {
-          double sum = double(w.attention_out_b.values[o]) + x.values[i * D + o];
-          for (size_t e = 0; e < D; ++e) sum += double(w.attention_out_w.values[o * D + e]) * context.values[i * D + e];
-          y[o] = sum;
-          mean += sum / double(D);
-        }
-        for (double v : y) var += (v - mean) * (v - mean) / double(D);
+        for (size_t d = 0; d < D; ++d) mean += yi[d] / double(D);
+        for (size_t d = 0; d < D; ++d) var += (yi[d] - mean) * (yi[d] - mean) / double(D);
         if (var < smallest) smallest = var, at = fmt::format("{} layer {} token {}", run.sentence.id, l, i);
       }
     }
