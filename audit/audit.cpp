@@ -142,7 +142,8 @@ void AuditTally::add(const AuditRow& row) {
     LensStats& s = stats[li];
     ++s.rows;
     const WordRow& w = row.by_lens[li];
-    if (w.head == base.head) ++s.kept_head;
+    if (w.head.same_place(base.head)) ++s.kept_head;
+    s.self_only += w.self_only();
     const auto share = w.sink_share();
     if (!share) {
       ++s.undefined;
@@ -171,12 +172,29 @@ void AuditTally::add(const NormRatio& n) {
   sep_transformed.add(n.sep_transformed);
 }
 
+void LayerMixing::merge(const LayerMixing& o) {
+  attention.merge(o.attention);
+  residual.merge(o.residual);
+  residual_layernorm.merge(o.residual_layernorm);
+}
+
+void AuditTally::add_mixing(size_t layer, double attention, double residual, double residual_layernorm) {
+  for (double r : {attention, residual, residual_layernorm})
+    if (!std::isfinite(r))
+      throw NonFiniteError(fmt::format("layer {}: a mixing ratio is {}, a gate failure", layer, r));
+  if (mixing.size() <= layer) mixing.resize(layer + 1);
+  mixing[layer].attention.add(attention);
+  mixing[layer].residual.add(residual);
+  mixing[layer].residual_layernorm.add(residual_layernorm);
+}
+
 void AuditTally::merge(const AuditTally& o) {
   for (size_t li = 0; li < stats.size(); ++li) {
     LensStats& s = stats[li];
     const LensStats& t = o.stats.at(li);
     s.rows += t.rows;
     s.undefined += t.undefined;
+    s.self_only += t.self_only;
     s.worst.merge(t.worst);
     s.above_50 += t.above_50;
     s.above_90 += t.above_90;
@@ -193,6 +211,8 @@ void AuditTally::merge(const AuditTally& o) {
   sep_value.merge(o.sep_value);
   cls_transformed.merge(o.cls_transformed);
   sep_transformed.merge(o.sep_transformed);
+  if (mixing.size() < o.mixing.size()) mixing.resize(o.mixing.size());
+  for (size_t l = 0; l < o.mixing.size(); ++l) mixing[l].merge(o.mixing[l]);
 }
 
 void AuditTally::finish(AuditResult& r) const {
@@ -207,6 +227,7 @@ void AuditTally::finish(AuditResult& r) const {
   r.sep_value = summarise(sep_value);
   r.cls_transformed = summarise(cls_transformed);
   r.sep_transformed = summarise(sep_transformed);
+  r.mixing = mixing;
   r.criteria.clear();
   for (size_t ci = 0; ci < r.plan.abandon_if.size(); ++ci) {
     const AbandonCriterion& c = r.plan.abandon_if[ci];
@@ -222,6 +243,7 @@ void AuditTally::finish(AuditResult& r) const {
         v = s.rows ? static_cast<double>(s.kept_head) / static_cast<double>(s.rows) : 0;
         break;
       case Stat::undefined_rows: v = static_cast<double>(s.undefined); break;
+      case Stat::self_only_rows: v = static_cast<double>(s.self_only); break;
     }
     r.criteria.push_back({c, v, c.above ? v > *c.above : v < *c.below});
   }
@@ -330,6 +352,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
   const BertTokenizer tokenizer(ck.vocab);
   const runtime::Encoder encoder(ck.config, ck.weights);
   const int L = ck.config.num_hidden_layers, H = ck.config.num_attention_heads;
+  const bool mixing = std::find(plan.lenses.begin(), plan.lenses.end(), Lens::residual_layernorm) != plan.lenses.end();
   // A batch of this shard's sentences at a time, each into its own slot, folded in sentence order:
   // the result does not depend on the thread count, and no more than a batch of rows is ever held.
   const size_t batch = 32 * std::max(1u, threads);
@@ -348,10 +371,11 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
     if (sentences.empty()) break;
     std::vector<std::vector<AuditRow>> rows(sentences.size());
     std::vector<std::vector<NormRatio>> ratios(sentences.size());
+    std::vector<AuditTally> mixed(sentences.size(), AuditTally(plan));  // each sentence's mixing ratios
     parallel_for(sentences.size(), threads, [&](size_t i) {
       const Sentence& s = sentences[i];
       const Encoding enc = encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), plan.sentences);
-      const Trace trace = encoder.forward(enc, Record::instrument);
+      const Trace trace = encoder.forward(enc, mixing ? Record::instrument_residual : Record::instrument);
       require_finite_lenses(trace, plan.lenses, L, s.id);
       const WordLayout layout = WordLayout::of(trace);
       for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
@@ -376,6 +400,11 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
           mf /= double(T - 2);
           ratios[i].push_back({s.id, {l, h}, v[0] / mv, v[T - 1] / mv, f[0] / mf, f[T - 1] / mf, ordinals[i]});
         }
+        if (!mixing) continue;
+        auto ratio = [&](LayerTensor t) { return trace.find(trace_name(l, t))->values.data(); };
+        const double *a = ratio(LayerTensor::mixing_ratio_attention), *r = ratio(LayerTensor::mixing_ratio_residual),
+                     *n = ratio(LayerTensor::mixing_ratio_residual_layernorm);
+        for (size_t t = 1; t + 1 < T; ++t) mixed[i].add_mixing(size_t(l), a[t], r[t], n[t]);
       }
     });
     for (size_t i = 0; i < sentences.size(); ++i) {
@@ -390,6 +419,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
         p.tally.add(n);
         if (shown) p.shown_ratios.push_back(n);
       }
+      p.tally.merge(mixed[i]);
     }
     if (progress) progress(reported = p.corpus_sentences, stream.total());
   }

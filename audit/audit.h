@@ -50,6 +50,7 @@ inline constexpr double kShareResolution = 0.001;
 struct LensStats {
   Lens lens;
   size_t rows = 0, undefined = 0;  // undefined: rows that carry no weight at all
+  size_t self_only = 0;            // rows with every weight on the word itself (WordRow::self_only)
   double median = 0;               // within Histogram::kShareWidth / 2 of the exact median
   RowMax worst;                    // of the sink share
   size_t above_50 = 0, above_90 = 0;
@@ -59,7 +60,8 @@ struct LensStats {
   // (below it the baseline prints as 0.0 % and a relative figure is noise); and the rise in share
   // units (×100: percentage points) over every row, each with its row's baseline share.
   RowMax relative_worsening, points_worsening;
-  size_t kept_head = 0;            // rows that open the same head as under the baseline
+  size_t kept_head = 0;            // rows that open the same head as under the baseline (its layer, for a
+                                   // per-layer lens: HeadRef::same_place)
 };
 
 // ‖n‖ of [CLS] and of [SEP] over the mean ‖n‖ of the sentence's content tokens, for one head.
@@ -95,6 +97,15 @@ class Histogram {
   double value_of(int64_t bucket) const;
   Scale scale_;
   std::map<int64_t, uint64_t> buckets_;
+};
+
+// Kobayashi et al. 2021's mixing ratios of one layer over every content token (not [CLS] or [SEP]): the share
+// of the token's update its other tokens carry, by attention alone (Attn-N), with its own residual (AttnRes-N)
+// and through the LayerNorm (AttnResLn-N). Kept where the plan shows the residual_layernorm lens.
+struct LayerMixing {
+  Histogram attention{Histogram::Scale::share}, residual{Histogram::Scale::share},
+      residual_layernorm{Histogram::Scale::share};
+  void merge(const LayerMixing& other);
 };
 
 // One of the four norm ratios over every sentence × head pair.
@@ -142,6 +153,7 @@ struct AuditResult {
   };
   std::vector<ThresholdCount> share_thresholds;
   std::vector<NormRatio> ratios;  // of the shown sentences
+  std::vector<LayerMixing> mixing;  // per layer; empty unless the plan shows residual_layernorm
   RatioSummary cls_value, sep_value, cls_transformed, sep_transformed;
   std::vector<CriterionResult> criteria;
   std::vector<RecordedCheck> recorded;
@@ -161,6 +173,8 @@ struct AuditTally {
   explicit AuditTally(const StudyPlan& plan);
   void add(const AuditRow& row);
   void add(const NormRatio& ratio);
+  // One content token's three mixing ratios in `layer` (LayerMixing's order); NonFiniteError if one is NaN or Inf.
+  void add_mixing(size_t layer, double attention, double residual, double residual_layernorm);
   void merge(const AuditTally& other);           // of the same plan
   void finish(AuditResult& result) const;        // stats, ratio summaries, criteria of result.plan
 
@@ -168,6 +182,7 @@ struct AuditTally {
   std::vector<Histogram> shares;                 // per lens, the defined sink shares
   std::vector<std::optional<ThresholdCount>> thresholds;  // per plan criterion
   RatioTally cls_value, sep_value, cls_transformed, sep_transformed;
+  std::vector<LayerMixing> mixing;               // per layer, as AuditResult::mixing
 };
 
 // Sentences done so far and in all, after each batch.

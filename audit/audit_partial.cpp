@@ -14,7 +14,7 @@ namespace lenscheck {
 namespace {
 
 using Json = nlohmann::ordered_json;
-constexpr const char* kFormat = "lenscheck audit partial 2";
+constexpr const char* kFormat = "lenscheck audit partial 3";
 
 // JSON has no infinity (a norm ratio over content norms of 0) nor NaN: those go as strings.
 Json number(double x) { return std::isfinite(x) ? Json(x) : Json(fmt::format("{}", x)); }
@@ -96,6 +96,7 @@ void write_partial(const AuditPartial& p, const std::filesystem::path& out) {
     j["lenses"].push_back({{"lens", lens_name(s.lens)},
                            {"rows", s.rows},
                            {"undefined", s.undefined},
+                           {"self_only", s.self_only},
                            {"worst", row_max_json(s.worst)},
                            {"above_50", s.above_50},
                            {"above_90", s.above_90},
@@ -113,6 +114,11 @@ void write_partial(const AuditPartial& p, const std::filesystem::path& out) {
                       {"value_sep", ratio_json(t.sep_value)},
                       {"transformed_cls", ratio_json(t.cls_transformed)},
                       {"transformed_sep", ratio_json(t.sep_transformed)}};
+  j["mixing_ratios"] = Json::array();
+  for (const LayerMixing& m : t.mixing)
+    j["mixing_ratios"].push_back({{"attention", histogram_json(m.attention)},
+                                  {"residual", histogram_json(m.residual)},
+                                  {"residual_layernorm", histogram_json(m.residual_layernorm)}});
   j["shown_rows"] = Json::array();
   for (const AuditRow& row : p.shown_rows) j["shown_rows"].push_back(row_json(row));
   j["shown_ratios"] = Json::array();
@@ -163,6 +169,7 @@ AuditPartial read_partial(const StudyPlan& plan, const std::filesystem::path& fi
       if (l.at("lens") != lens_name(s.lens)) throw InputError(file, "has other lenses than the plan");
       s.rows = l.at("rows");
       s.undefined = l.at("undefined");
+      s.self_only = l.at("self_only");
       s.worst = row_max(l.at("worst"));
       s.above_50 = l.at("above_50");
       s.above_90 = l.at("above_90");
@@ -187,6 +194,12 @@ AuditPartial read_partial(const StudyPlan& plan, const std::filesystem::path& fi
     read_ratio(ratios.at("value_sep"), t.sep_value);
     read_ratio(ratios.at("transformed_cls"), t.cls_transformed);
     read_ratio(ratios.at("transformed_sep"), t.sep_transformed);
+    for (const Json& m : j.at("mixing_ratios")) {
+      LayerMixing& layer = t.mixing.emplace_back();
+      read_histogram(m.at("attention"), layer.attention);
+      read_histogram(m.at("residual"), layer.residual);
+      read_histogram(m.at("residual_layernorm"), layer.residual_layernorm);
+    }
     for (const Json& row : j.at("shown_rows")) p.shown_rows.push_back(audit_row(row, t.stats.size()));
     for (const Json& n : j.at("shown_ratios")) p.shown_ratios.push_back(norm_ratio(n));
     for (const Json& row : j.at("named_rows")) p.named_rows.push_back(audit_row(row, t.stats.size()));

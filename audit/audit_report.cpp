@@ -30,8 +30,23 @@ Published published(Lens lens) {
     case Lens::attention: return {"19.9 %", "97.7 %", "25", "8"};
     case Lens::value_norm: return {"10.0 %", "83.4 %", "12", "0"};
     case Lens::transformed_norm: return {"10.3 %", "—", "—", "—"};
+    case Lens::residual_layernorm: return {"—", "—", "—", "—"};
   }
   return {"", "", "", ""};
+}
+
+// The mixing ratios' medians per layer, first to last, for the conclusion.
+std::string mixing_clause(const AuditResult& r) {
+  std::vector<std::string> attention, residual, layernorm;
+  for (const LayerMixing& m : r.mixing) {
+    attention.push_back(pct(m.attention.median()));
+    residual.push_back(pct(m.residual.median()));
+    layernorm.push_back(pct(m.residual_layernorm.median()));
+  }
+  return fmt::format("The median content token takes {} of its update from the other tokens by attention alone "
+                     "(Attn-N, layers 0 to {}), {} with its own residual (AttnRes-N) and {} through the LayerNorm "
+                     "(AttnResLn-N).",
+                     fmt::join(attention, ", "), r.mixing.size() - 1, fmt::join(residual, ", "), fmt::join(layernorm, ", "));
 }
 
 std::string verdict(const AuditResult& r) { return r.abandon() ? "ABANDON" : "PROCEED"; }
@@ -279,10 +294,17 @@ std::string audit_conclusion(const AuditResult& r) {
     const LensStats& l = r.stats[li];
     if (l.undefined == l.rows) continue;  // said below, with the undefined rows of every lens
     s += fmt::format(" Under {} the median {}; {} rows still sink more than half and {} more than 90 % (worst {}, {}); "
-                     "{}; and {} of {} rows keep their head.",
+                     "{}; and {} of {} rows keep their head{}.",
                      lens_name(l.lens), change_from_baseline(base.median, l.median), l.above_50, l.above_90,
-                     pct(l.worst.value), l.worst.where, worsening_clause(l), l.kept_head, l.rows);
+                     pct(l.worst.value), l.worst.where, worsening_clause(l), l.kept_head, l.rows,
+                     lens_per_layer(l.lens) ? "'s layer (this lens sums a layer's heads)" : "");
   }
+  for (const LensStats& l : r.stats)
+    if (l.self_only)
+      s += fmt::format(" Under {} {} of {} rows put every weight on the word itself: no sink, and no other word either; "
+                       "for them the lens shows no context at all.",
+                       lens_name(l.lens), l.self_only, l.rows);
+  if (!r.mixing.empty()) s += " " + mixing_clause(r);
   for (const LensStats& l : r.stats)
     if (l.undefined)
       s += fmt::format(" Under {} {} of {} rows carry no weight at all (every weight of the row is 0 in fp32): "
@@ -332,6 +354,23 @@ std::string lens_table(const AuditResult& r) {
                fmt::format("{} / {} / {} / {}", p.median, p.worst, p.above_50, p.above_90)});
   }
   return "\n## Sink share per lens\n\n" + table.markdown();
+}
+
+// Kobayashi et al. 2021's mixing ratios per layer, where the plan shows the residual_layernorm lens.
+std::string mixing_table(const AuditResult& r) {
+  MarkdownTable table({"layer", "Attn-N", "AttnRes-N", "AttnResLn-N", "content tokens"});
+  for (size_t l = 0; l < r.mixing.size(); ++l) {
+    const LayerMixing& m = r.mixing[l];
+    table.row({fmt::to_string(l), pct(m.attention.median()), pct(m.residual.median()),
+               pct(m.residual_layernorm.median()), fmt::to_string(m.attention.count())});
+  }
+  return fmt::format("## Mixing ratio per layer (Kobayashi et al. 2021)\n\nThe share of a content token's update "
+                     "that the other tokens carry, ‖Σ_{{j≠i}} term_ij‖ / (‖Σ_{{j≠i}} term_ij‖ + ‖term_ii‖), by "
+                     "attention alone (term_ij = Σ_h α_ij f_h(x_j)), with the token's own residual (term_ii + x_i) "
+                     "and through the LayerNorm (each term centred, scaled by γ / sqrt(var y_i + ε)); median over "
+                     "every content token of every sentence, within {:g} percentage points.\n\n",
+                     100 * Histogram::kShareWidth / 2) +
+         table.markdown() + "\n";
 }
 
 // Every row shown, under each lens: the head opened, the top content target and the sink share.
@@ -391,6 +430,7 @@ std::string audit_markdown(const AuditResult& r) {
         "their head, 31 rows got worse by up to 26 %, value-norm ratio [CLS] 0.63× (196 of 224 below 1.0), [SEP] "
         "0.70× (147 of 224). Model and sentences differ, so the numbers do.\n\n";
   md += "![sink shares](sink-shares.svg)\n\n";
+  if (!r.mixing.empty()) md += mixing_table(r);
   MarkdownTable ratios({"ratio", "median", "below 1.0"});
   for (const auto& [name, s] : {std::pair{"‖v‖ [CLS]", &r.cls_value}, std::pair{"‖v‖ [SEP]", &r.sep_value},
                                 std::pair{"‖f(x)‖ [CLS]", &r.cls_transformed}, std::pair{"‖f(x)‖ [SEP]", &r.sep_transformed}})
@@ -432,7 +472,7 @@ nlohmann::ordered_json audit_json(const AuditResult& r) {
     const LensStats& l = r.stats[li];
     nlohmann::ordered_json past = nlohmann::ordered_json::array();
     for (const auto& [threshold, rows] : marked_thresholds(r, li)) past.push_back({{"threshold", threshold}, {"rows", rows}});
-    j["lenses"].push_back({{"lens", lens_name(l.lens)}, {"rows", l.rows}, {"undefined", l.undefined},
+    j["lenses"].push_back({{"lens", lens_name(l.lens)}, {"rows", l.rows}, {"undefined", l.undefined}, {"self_only", l.self_only},
                            {"median", l.median}, {"worst", l.worst.value}, {"worst_row", l.worst.where},
                            {"rows_above_50", l.above_50}, {"rows_above_90", l.above_90}, {"rows_worse", l.worse},
                            {"rows_worse_by_resolution", l.worse_by_resolution},
@@ -451,6 +491,12 @@ nlohmann::ordered_json audit_json(const AuditResult& r) {
   auto ratio_json = [](const RatioSummary& s) {
     return nlohmann::ordered_json{{"median", s.median}, {"below_one", s.below_one}, {"count", s.count}};
   };
+  for (size_t l = 0; l < r.mixing.size(); ++l)
+    j["mixing_ratios"].push_back({{"layer", l},
+                                  {"attention", r.mixing[l].attention.median()},
+                                  {"residual", r.mixing[l].residual.median()},
+                                  {"residual_layernorm", r.mixing[l].residual_layernorm.median()},
+                                  {"content_tokens", r.mixing[l].attention.count()}});
   j["norm_ratios"] = {{"value_cls", ratio_json(r.cls_value)}, {"value_sep", ratio_json(r.sep_value)},
                       {"transformed_cls", ratio_json(r.cls_transformed)}, {"transformed_sep", ratio_json(r.sep_transformed)}};
   for (const NormRatio& n : r.ratios)

@@ -14,7 +14,7 @@ namespace {
 constexpr Stat kStats[] = {Stat::median_sink_share,        Stat::worst_row_sink_share,
                            Stat::rows_with_sink_above,     Stat::rows_worse_than_baseline,
                            Stat::largest_relative_worsening, Stat::heads_kept_fraction,
-                           Stat::undefined_rows};
+                           Stat::undefined_rows,           Stat::self_only_rows};
 
 Lens read_lens(const std::filesystem::path& file, const YAML::Node& node) {
   try {
@@ -40,6 +40,7 @@ const char* stat_name(Stat stat) {
     case Stat::largest_relative_worsening: return "largest_relative_worsening";
     case Stat::heads_kept_fraction: return "heads_kept_fraction";
     case Stat::undefined_rows: return "undefined_rows";
+    case Stat::self_only_rows: return "self_only_rows";
   }
   return "?";
 }

@@ -19,6 +19,7 @@ enum class Stat {
   largest_relative_worsening,
   heads_kept_fraction,
   undefined_rows,              // rows with no weight at all under the lens: no sink share to show
+  self_only_rows,              // rows with every weight on the word itself: no context to show (WordRow::self_only)
 };
 const char* stat_name(Stat stat);
 

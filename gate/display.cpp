@@ -31,8 +31,8 @@ size_t DisplayVerdict::count(bool (DisplayRow::*kind)() const) const {
 
 namespace {
 
-// One word's row under one lens in every head of a trace, layer-major; why not, when the trace cannot
-// give it (a lens tensor missing or not [heads, T, T], a weight NaN or Inf).
+// One word's row under one lens in every head (or layer, for a per-layer lens) of a trace, layer-major; why
+// not, when the trace cannot give it (a lens tensor missing or of another shape, a weight NaN or Inf).
 struct HeadRows {
   std::vector<WordRow> rows;
   std::string problem;
@@ -76,7 +76,7 @@ void add(DisplayRow& row, DisplayItem item) {
 // The head. Within twice the error of the rule's scores (both heads' scores carry it) another head could
 // be opened; that matters only where it would print another row. An exact tie in the truth is decided by
 // the rule's tie-break, which the candidate must follow.
-void compare_head(const HeadRowSets& r, const HeadRule& rule, int heads, int word, const DisplaySpec& spec,
+void compare_head(const HeadRowSets& r, const HeadRule& rule, int word, const DisplaySpec& spec,
                   size_t ht, size_t hc, const PrintedRow& pt, DisplayRow& row) {
   if (rule.kind == HeadRule::Kind::fixed) return;
   const std::vector<WordRow>& t = r.truth;
@@ -88,7 +88,7 @@ void compare_head(const HeadRowSets& r, const HeadRule& rule, int heads, int wor
   for (size_t i = 0; i < t.size(); ++i)
     if (i != ht && gap(i) > 0 && gap(i) < margin && printed_row(t[i], word, spec) != pt) margin = gap(i);
   if (hc != ht) margin = gap(hc);  // the boundary the candidate crossed
-  auto label = [&](size_t i) { return HeadRef{int(i) / heads, int(i) % heads}.label(); };
+  auto label = [&](size_t i) { return t[i].head.label(); };
   add(row, {"head", label(hc), label(ht), hc != ht, !(margin > 0 && margin <= 2 * error), margin, 2 * error});
 }
 
@@ -198,7 +198,7 @@ std::vector<DisplayRow> compare_display(const Instrument& instrument, const std:
         const HeadRowSets sets{truth_rows.rows, candidate_rows.rows, b};
         const size_t ht = opened_head(sets.truth, rule, heads), hc = opened_head(sets.candidate, rule, heads);
         const PrintedRow pt = printed_row(sets.truth[ht], word, spec);
-        compare_head(sets, rule, heads, word, spec, ht, hc, pt, row);
+        compare_head(sets, rule, word, spec, ht, hc, pt, row);
         if (hc == ht) {  // another head's numbers are another row: nothing more to compare
           const PrintedRow pc = printed_row(sets.candidate[ht], word, spec);
           compare_sink(sets, ht, pt, pc, spec, row);

@@ -65,7 +65,8 @@ struct DisplayVerdict {
 };
 
 // The rows of one sentence: `benchmarks` are the benchmark and its probes. Every trace holds the lens
-// tensors of every layer (Record::instrument or more) for the same tokens and word ids.
+// tensors of every layer (Record::instrument or more; Record::instrument_residual for the residual lens)
+// for the same tokens and word ids.
 std::vector<DisplayRow> compare_display(const Instrument& instrument, const std::string& sentence, const Trace& candidate,
                                         const Trace& truth, const std::vector<const Trace*>& benchmarks, int layers,
                                         int heads, size_t& rows);

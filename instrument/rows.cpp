@@ -46,6 +46,13 @@ double WordRow::top_share() const {
   return t < 0 || !(tot > 0) ? 0.0 : content[size_t(t)] / tot;
 }
 
+bool WordRow::self_only() const {
+  if (!(content.at(size_t(word)) > 0) || cls != 0 || sep != 0) return false;
+  for (size_t w = 0; w < content.size(); ++w)
+    if (w != size_t(word) && content[w] != 0) return false;
+  return true;
+}
+
 std::string HeadRule::label() const {
   switch (kind) {
     case Kind::max_content_peak: return "max_content_peak";
@@ -100,8 +107,8 @@ WordLayout WordLayout::of(const Trace& trace) {
 }
 
 WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int word, const RowEdit& edit) {
-  const size_t T = static_cast<size_t>(w.shape.at(1));
-  const double* base = w.values.data() + static_cast<size_t>(head.head) * T * T;
+  const size_t T = static_cast<size_t>(w.shape.back());
+  const double* base = w.values.data() + (head.head == HeadRef::kWholeLayer ? 0 : static_cast<size_t>(head.head) * T * T);
   const std::vector<size_t>& queries = layout.words.at(static_cast<size_t>(word));
   // Mean of the word's subword rows, column by column, in token order.
   std::vector<double> row(T, 0.0);
@@ -124,23 +131,26 @@ WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int wo
 std::vector<WordRow> head_rows(const Trace& trace, const WordLayout& layout, Lens lens, int word, int layers,
                                int heads, const RowEdit& edit) {
   const auto tokens = static_cast<int64_t>(trace.input_ids.size());
+  const bool per_layer = lens_per_layer(lens);
+  const std::vector<int64_t> shape =
+      per_layer ? std::vector<int64_t>{tokens, tokens} : std::vector<int64_t>{heads, tokens, tokens};
   std::vector<WordRow> rows;
   for (int l = 0; l < layers; ++l) {
     const std::string name = lens_tensor(lens, l);
     const Tensor* w = trace.find(name);
     if (!w) throw std::invalid_argument(name + " is missing");
-    if (w->shape != std::vector<int64_t>{heads, tokens, tokens}) throw std::invalid_argument(name + " is not [heads, T, T]");
-    for (int h = 0; h < heads; ++h) rows.push_back(word_row(layout, *w, {l, h}, word, edit));
+    if (w->shape != shape) throw std::invalid_argument(name + (per_layer ? " is not [T, T]" : " is not [heads, T, T]"));
+    if (per_layer) rows.push_back(word_row(layout, *w, {l, HeadRef::kWholeLayer}, word, edit));
+    for (int h = 0; !per_layer && h < heads; ++h) rows.push_back(word_row(layout, *w, {l, h}, word, edit));
   }
   return rows;
 }
 
 size_t opened_head(const std::vector<WordRow>& rows, const HeadRule& rule, int heads) {
   if (rule.kind == HeadRule::Kind::fixed) {
-    const size_t i = size_t(rule.fixed.layer * heads + rule.fixed.head);
-    if (rule.fixed.head >= heads || i >= rows.size())
-      throw std::invalid_argument("head rule " + rule.label() + " names a head the model lacks");
-    return i;
+    for (size_t i = 0; rule.fixed.head < heads && i < rows.size(); ++i)
+      if (rows[i].head.same_place(rule.fixed)) return i;
+    throw std::invalid_argument("head rule " + rule.label() + " names a head the model lacks");
   }
   size_t best = 0;
   for (size_t i = 1; i < rows.size(); ++i)

@@ -13,10 +13,18 @@
 namespace lenscheck {
 
 struct HeadRef {
+  // The head of a row under a per-layer lens (runtime/lens.h lens_per_layer): the layer's heads summed.
+  static constexpr int kWholeLayer = -1;
   int layer = 0;
   int head = 0;
   bool operator==(const HeadRef&) const = default;
-  std::string label() const { return std::to_string(layer) + "." + std::to_string(head); }
+  // "L.H", or "L.*" for a whole layer.
+  std::string label() const { return std::to_string(layer) + "." + (head == kWholeLayer ? "*" : std::to_string(head)); }
+  // The same head, or the same layer where either is a whole layer: what "keeps its head" means when a
+  // per-layer lens is compared with a per-head one.
+  bool same_place(const HeadRef& other) const {
+    return layer == other.layer && (head == other.head || head == kWholeLayer || other.head == kWholeLayer);
+  }
 };
 
 struct WordRow {
@@ -35,9 +43,14 @@ struct WordRow {
   // share of the row; -1 when the sentence has a single word.
   int top_target() const;
   double top_share() const;  // that word's weight / total (0 when undefined)
+  // Every weight of the row on the query word itself, none on another word or the sink: the row shows no
+  // context at all (a residual lens where every other token's term is constant across features).
+  bool self_only() const;
 };
 
-// How the instrument picks a row's head out of all layers x heads.
+// How the instrument picks a row's head out of all layers x heads, or, under a per-layer lens, its layer out of
+// all layers: max_content_peak and min_sink rank the layers' rows as they rank the heads', and "fixed: L.H"
+// opens layer L (the layer holding head H).
 struct HeadRule {
   enum class Kind { max_content_peak, min_sink, fixed };
   Kind kind = Kind::max_content_peak;
@@ -60,18 +73,19 @@ struct WordLayout {
 // take none.
 using RowEdit = std::function<void(const WordLayout& layout, WordRow& row)>;
 
-// The row of `word` under one head of a lens weight tensor [H, T, T].
+// The row of `word` under one head of a lens weight tensor [H, T, T], or under a [T, T] one (head kWholeLayer).
 WordRow word_row(const WordLayout& layout, const Tensor& lens_weights, HeadRef head, int word,
                  const RowEdit& edit = {});
 
-// The rows of `word` under every layer x head of a lens, layer-major. Throws std::invalid_argument where
-// the trace cannot give them (a lens tensor missing or not [heads, T, T]).
+// The rows of `word` under every layer x head of a lens, layer-major; one per layer under a per-layer lens.
+// Throws std::invalid_argument where the trace cannot give them (a lens tensor missing or of another shape).
 std::vector<WordRow> head_rows(const Trace& trace, const WordLayout& layout, Lens lens, int word, int layers,
                                int heads, const RowEdit& edit = {});
 
 // The head a rule opens among one word's head_rows: the largest score, ties to the lowest layer, then the
-// lowest head, so selection is deterministic; the fixed head for Kind::fixed. Its index in `rows`.
-// Throws std::invalid_argument when a fixed head is not among the rows.
+// lowest head, so selection is deterministic; the fixed head (or its layer) for Kind::fixed. Its index in
+// `rows`. Throws std::invalid_argument when a fixed head is not among the model's `heads` or its layer not
+// among the rows.
 size_t opened_head(const std::vector<WordRow>& rows, const HeadRule& rule, int heads);
 
 // The row the instrument shows: the head the rule opens, among every layer x head of the trace.

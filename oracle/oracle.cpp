@@ -357,7 +357,7 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
   const Impl& m = *impl_;
   const int64_t T = static_cast<int64_t>(enc.ids.size()), D = m.config.hidden_size,
                 H = m.config.num_attention_heads, Dh = D / H;
-  const bool everything = record == Record::everything, lenses = record != Record::output;
+  const bool everything = record == Record::everything, lenses = keeps_lenses(record);
 
   Trace trace;
   trace.precision = m.dtype == torch::kFloat64 ? "fp64" : "fp32";
@@ -433,7 +433,7 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
       trace.add(name(LT::transformed_norm), to_trace(transformed_norm));
       trace.add(name(LT::lens_value_norm), to_trace(alpha * value_norm.unsqueeze(1)));
       trace.add(name(LT::lens_transformed_norm), to_trace(alpha * transformed_norm.unsqueeze(1)));
-      if (everything) {
+      if (keeps_residual_lens(record)) {
         // ||sum_h alpha_h[i, j] f_h(x_j)|| for a block of query rows at a time: the whole
         // [T, T, D] would take 512 MiB at T = 512 in fp64; blocks keep it to about 32 MiB.
         const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));
@@ -441,11 +441,13 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
         ResidualLensBlocks residual(x, pre_norm, L.ln1_g, m.config.layer_norm_eps);
         for (int64_t i = 0; i < T; i += block) {
           const auto terms = torch::einsum("hij,hjd->ijd", {alpha.slice(1, i, std::min(T, i + block)), fx});
-          summed.push_back(torch::linalg::vector_norm(terms, 2, {-1}, false, {}));
+          if (everything) summed.push_back(torch::linalg::vector_norm(terms, 2, {-1}, false, {}));
           residual.add(terms, i);
         }
-        trace.add(name(LT::lens_summed_transformed_norm), to_trace(torch::cat(summed)));
-        for (const auto& [tensor, values] : residual.results()) trace.add(name(tensor), to_trace(values));
+        if (everything) trace.add(name(LT::lens_summed_transformed_norm), to_trace(torch::cat(summed)));
+        // Record::instrument_residual keeps AttnResLn-N and the mixing ratios; AttnRes-N is the whole trace's.
+        for (const auto& [tensor, values] : residual.results())
+          if (everything || tensor != LT::lens_residual_norm) trace.add(name(tensor), to_trace(values));
       }
     }
 

@@ -37,11 +37,11 @@ class Recorder {
   }
   // A tensor the instrument shows.
   void shown(std::string name, std::vector<int64_t> shape, const float* data) {
-    if (mode_ != Record::output) add(std::move(name), std::move(shape), data);
+    if (keeps_lenses(mode_)) add(std::move(name), std::move(shape), data);
   }
   // The last layer's output.
   void last(std::string name, std::vector<int64_t> shape, const float* data) {
-    if (mode_ != Record::instrument) add(std::move(name), std::move(shape), data);
+    if (mode_ == Record::everything || mode_ == Record::output) add(std::move(name), std::move(shape), data);
   }
 
  private:
@@ -72,8 +72,9 @@ float* scratch(Buffer which, size_t floats) {
 }
 
 // Kobayashi et al. 2020: ||v|| and ||f(x)|| of v [T, H*Dh], then the lenses weight the layer's
-// probs [H, T, T] by them; the head-summed lens, and Kobayashi et al. 2021's residual lens from the layer's
-// input x and pre-LayerNorm state y (where not null), only where the whole trace is kept.
+// probs [H, T, T] by them; the head-summed lens only where the whole trace is kept. Kobayashi et al. 2021's
+// residual lens from the layer's input x and pre-LayerNorm state y (where not null): Record::instrument_residual
+// keeps its LayerNorm'd norms and the mixing ratios, the whole trace AttnRes-N too.
 void record_lenses(const Stages& stages, const Pass& pass, const LayerOf& layer, const float* v, const float* probs,
                    const float* x, const float* y, Recorder& rec) {
   const size_t T = pass.T, D = pass.D, H = pass.H;
@@ -94,15 +95,15 @@ void record_lenses(const Stages& stages, const Pass& pass, const LayerOf& layer,
     summed_transformed_norm(probs, fx, H, T, D, lens);
     rec(name(LT::lens_summed_transformed_norm), {t, t}, lens);
   }
-  if (rec.mode() == Record::everything && x && y) {
+  if (x && y) {
     float* r = scratch(Buffer::residual_lens, 2 * T * T + 3 * T);
     const ResidualLenses out{r, r + T * T, r + 2 * T * T, r + 2 * T * T + T, r + 2 * T * T + 2 * T};
     stages.residual_lenses(pass, layer, probs, fx, x, y, out);
     rec(name(LT::lens_residual_norm), {t, t}, out.residual_norm);
-    rec(name(LT::lens_residual_layernorm_norm), {t, t}, out.residual_layernorm_norm);
-    rec(name(LT::mixing_ratio_attention), {t}, out.ratio_attention);
-    rec(name(LT::mixing_ratio_residual), {t}, out.ratio_residual);
-    rec(name(LT::mixing_ratio_residual_layernorm), {t}, out.ratio_residual_layernorm);
+    rec.shown(name(LT::lens_residual_layernorm_norm), {t, t}, out.residual_layernorm_norm);
+    rec.shown(name(LT::mixing_ratio_attention), {t}, out.ratio_attention);
+    rec.shown(name(LT::mixing_ratio_residual), {t}, out.ratio_residual);
+    rec.shown(name(LT::mixing_ratio_residual_layernorm), {t}, out.ratio_residual_layernorm);
   }
 }
 
@@ -144,7 +145,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
         *context = scratch(Buffer::context, T * D), *attention = scratch(Buffer::attention, T * D),
         *inter = scratch(Buffer::inter, T * pass.I), *out = scratch(Buffer::out, T * D);
   // What only the trace or the lenses read, taken only when the record mode keeps it.
-  const bool everything = rec.mode() == Record::everything, lenses = rec.mode() != Record::output;
+  const bool everything = rec.mode() == Record::everything, lenses = keeps_lenses(rec.mode());
   float* heads = everything ? scratch(Buffer::heads, T * D) : nullptr;
   float* scores = everything ? scratch(Buffer::scores, H * T * T) : nullptr;
   float* probs = lenses ? scratch(Buffer::probs, H * T * T) : nullptr;
@@ -171,7 +172,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
 
     linear(context, T, layer.packed.attention_out, w.attention_out_b.values.data(), attention, pass.workers);
     stages_.residual(pass, layer, attention, x);
-    float* pre_norm = everything ? scratch(Buffer::pre_norm, T * D) : nullptr;  // y, for the residual lens
+    float* pre_norm = keeps_residual_lens(rec.mode()) ? scratch(Buffer::pre_norm, T * D) : nullptr;  // y, for the residual lens
     if (pre_norm) std::copy_n(attention, T * D, pre_norm);
     rec(name(LT::attention_pre_norm), {t, d}, attention);
     stages_.layer_norm(pass, attention, w.attention_ln_g, w.attention_ln_b);

@@ -101,6 +101,13 @@ void expect_merge_equals_single(const StudyPlan& plan, const fs::path& dir) {
       expect_same_row_max(a.relative_worsening, b.relative_worsening);
       expect_same_row_max(a.points_worsening, b.points_worsening);
       EXPECT_EQ(a.kept_head, b.kept_head);
+      EXPECT_EQ(a.self_only, b.self_only);
+    }
+    ASSERT_EQ(m.mixing.size(), single.mixing.size());
+    for (size_t l = 0; l < m.mixing.size(); ++l) {
+      EXPECT_EQ(m.mixing[l].attention.buckets(), single.mixing[l].attention.buckets());
+      EXPECT_EQ(m.mixing[l].residual.buckets(), single.mixing[l].residual.buckets());
+      EXPECT_EQ(m.mixing[l].residual_layernorm.buckets(), single.mixing[l].residual_layernorm.buckets());
     }
     expect_same_ratio(m.cls_value, single.cls_value);
     expect_same_ratio(m.sep_value, single.sep_value);
@@ -227,6 +234,13 @@ TEST(AuditMerge, EqualsTheSingleRunOnAGeneratedCorpusFor1And2And7Shards) {
 // The registered plan: 14 sentences over 7 shards, with the recorded numbers re-derived.
 TEST(AuditMerge, EqualsTheSingleRunOnTheRegisteredPlanWithItsRecordedNumbers) {
   expect_merge_equals_single(load_study_plan(kPlan), test::temp_dir("registered"));
+}
+
+// The residual lens's plan: the mixing ratios per layer merge exactly too.
+TEST(AuditMerge, EqualsTheSingleRunOnTheResidualLayerNormPlanWithItsMixingRatios) {
+  const StudyPlan plan = load_study_plan(test::source_dir() / "fixtures/studies/residual-layernorm-sink.yaml");
+  ASSERT_EQ(run_audit(plan, planted()).mixing.size(), size_t(planted().config.num_hidden_layers));
+  expect_merge_equals_single(plan, test::temp_dir("residual"));
 }
 
 TEST(AuditMerge, RefusesPartialsOfAnotherPlanModelCorpusOrBuildAndMissingOrRepeatedShards) {

@@ -101,6 +101,52 @@ TEST(HeadSelection, MaxContentPeakMinSinkAndFixed) {
   EXPECT_EQ(instrument_row(tie, layout, Lens::attention, 2, HeadRule{}, 1, 2).head, (HeadRef{0, 0}));
 }
 
+// A per-layer lens ([T, T]): one row per layer, labelled "L.*"; the rules rank the layers' rows, and
+// "fixed: L.H" opens layer L.
+TEST(HeadSelection, APerLayerLensRanksLayersAndAFixedHeadOpensItsLayer) {
+  Trace t = hand_made_trace();
+  const WordLayout layout = WordLayout::of(t);
+  const Tensor probs = *t.find("layer.0.attention.probs");  // a copy: adding tensors moves the trace's
+  for (int l = 0; l < 2; ++l) {  // layer 0 as head 0's weights, layer 1 as head 1's
+    Tensor w({6, 6});
+    std::copy_n(probs.values.begin() + l * 36, 36, w.values.begin());
+    t.add(lens_tensor(Lens::residual_layernorm, l), w);
+  }
+  t.add("layer.1.attention.probs", probs);
+  const std::vector<WordRow> rows = head_rows(t, layout, Lens::residual_layernorm, 2, 2, 2);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].head.label(), "1.*");
+  EXPECT_DOUBLE_EQ(rows[1].content[1], 0.4);
+  EXPECT_EQ(instrument_row(t, layout, Lens::residual_layernorm, 2, HeadRule{}, 2, 2).head,
+            (HeadRef{1, HeadRef::kWholeLayer}));
+  EXPECT_EQ(instrument_row(t, layout, Lens::residual_layernorm, 2, HeadRule::parse("min_sink"), 2, 2).head.layer, 1);
+  EXPECT_EQ(instrument_row(t, layout, Lens::residual_layernorm, 2, HeadRule::parse("fixed: 0.1"), 2, 2).head,
+            (HeadRef{0, HeadRef::kWholeLayer}));
+  EXPECT_THROW(instrument_row(t, layout, Lens::residual_layernorm, 2, HeadRule::parse("fixed: 0.2"), 2, 2),
+               std::invalid_argument);  // head 2 of a two-head model
+  EXPECT_THROW(instrument_row(t, layout, Lens::residual_layernorm, 2, HeadRule::parse("fixed: 2.0"), 2, 2),
+               std::invalid_argument);
+  // Keeping the head: a layer's row keeps any head of that layer.
+  EXPECT_TRUE(rows[0].head.same_place(HeadRef{0, 1}));
+  EXPECT_FALSE(rows[0].head.same_place(HeadRef{1, 0}));
+  EXPECT_FALSE((HeadRef{0, 0}).same_place(HeadRef{0, 1}));
+  // A [H, T, T] tensor is not a per-layer lens's.
+  *t.find(lens_tensor(Lens::residual_layernorm, 1)) = probs;
+  EXPECT_THROW(head_rows(t, layout, Lens::residual_layernorm, 2, 2, 2), std::invalid_argument);
+}
+
+TEST(WordRows, ARowWithEveryWeightOnItsOwnWordShowsNoContext) {
+  EXPECT_FALSE(row_of({0, 3.0}, 0, 0).self_only());  // word 0's own weight is 0
+  WordRow own = row_of({0, 3.0}, 0, 0);
+  own.word = 1;
+  EXPECT_TRUE(own.self_only());
+  own.content[0] = 1e-30;
+  EXPECT_FALSE(own.self_only());
+  own.content[0] = 0;
+  own.sep = 1e-30;
+  EXPECT_FALSE(own.self_only());
+}
+
 namespace {
 
 AuditResult hand_made_audit(const std::vector<std::pair<double, double>>& attention_vs_value_sink) {
@@ -353,6 +399,12 @@ TEST_P(ClosedForm, EveryHeadShowsTheClosedFormAnswer) {
         for (int w = 0; w < static_cast<int>(layout.words.size()); ++w)
           for (Lens lens : kLenses) {
             const WordRow row = instrument_row(trace, layout, lens, w, HeadRule::parse(fmt::format("fixed: {}.{}", l, h)), 4, 4);
+            // Every f(x_j) of these constructions is a multiple of the all-ones vector (synth/planted.h), so the
+            // residual lens's LayerNorm centres every other token's term to 0: the row is the word's own term alone.
+            if (lens == Lens::residual_layernorm) {
+              ASSERT_TRUE(row.self_only()) << text << " " << l << "." << h;
+              continue;
+            }
             double sink = 0, total = 0;
             for (size_t i : layout.words[size_t(w)])
               for (size_t j = 0; j < T; ++j) {
@@ -451,6 +503,15 @@ TEST(AuditRun, CliExitCodesFollowTheVerdict) {
   r = test::run_cli("audit --plan '" + (dir / "bad-plan.yaml").string() + "'");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("unknown key \"abandon_when\""), std::string::npos) << r.output;
+  std::string unknown_lens = test::read_file(plan);
+  unknown_lens.replace(unknown_lens.find("lenses: [attention"), 18, "lenses: [attn_res_ln");
+  test::write_file(dir / "unknown-lens.yaml", unknown_lens);
+  r = test::run_cli("audit --plan '" + (dir / "unknown-lens.yaml").string() + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown lens \"attn_res_ln\" (known: attention, value_norm, transformed_norm, "
+                          "residual_layernorm)"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(AuditRun, ACorpusStreamsInBatchesCountsEveryRowAndShowsTheFirstSentences) {

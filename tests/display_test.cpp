@@ -31,6 +31,12 @@ const Instrument& instrument() {
       instrument_of(load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml"));
   return i;
 }
+// The residual lens's study: attention, ‖α·f(x)‖ and AttnResLn-N, one row per layer under the last.
+const Instrument& residual_instrument() {
+  static const Instrument i =
+      instrument_of(load_study_plan(test::source_dir() / "fixtures/studies/residual-layernorm-sink.yaml"));
+  return i;
+}
 const Encoding& nurse() {
   static const Encoding e = encode_sentence(BertTokenizer(bert_mini().vocab),
                                             {"s", "The nurse handed the doctor the scissors.", 0}, 512, "test");
@@ -41,15 +47,45 @@ const Encoding& nurse() {
 
 TEST(Display, TheRuntimeShowsWhatTheTruthShowsOnEveryRow) {
   const std::vector<Sentence> sentences = load_sentences(test::sentences_file());
-  const VerifyResult r = verify(bert_mini(), runtime_candidate(), sentences, test::sentences_file(), tolerances(), {.instrument = &instrument()});
+  for (const Instrument* in : {&instrument(), &residual_instrument()}) {
+    SCOPED_TRACE(in->plan_file.string());
+    const VerifyResult r = verify(bert_mini(), runtime_candidate(), sentences, test::sentences_file(), tolerances(),
+                                  {.instrument = in});
+    ASSERT_TRUE(r.display);
+    const BertTokenizer tokenizer(bert_mini().vocab);
+    size_t expected = 0;
+    for (const Sentence& s : sentences) expected += encode_sentence(tokenizer, s, 512, "test").words.size();
+    EXPECT_EQ(r.display->rows, expected * in->lenses.size());
+    EXPECT_EQ(r.display->wrong(), 0u);
+    EXPECT_LT(r.display->undecidable(), r.display->rows / 20) << "fp32's own error decides nearly every row";
+    EXPECT_TRUE(r.pass());
+  }
+}
+
+// A residual-lens row moved to [CLS] in one layer is wrong under that lens alone, named by its layer.
+TEST(Display, ARowMovedUnderTheResidualLensIsWrongUnderThatLens) {
+  const auto& ck = bert_mini();
+  const Encoding& enc = nurse();
+  Trace t = runtime::Encoder(ck.config, ck.weights).forward(enc);
+  const size_t T = enc.ids.size(), query = 2;  // word 1, "nurse"
+  for (int l = 0; l < ck.config.num_hidden_layers; ++l) {
+    Tensor& w = *t.find(lens_tensor(Lens::residual_layernorm, l));
+    for (size_t j = 0; j < T; ++j) w.values[query * T + j] = j == 0 ? 1.0 : 0.0;
+  }
+  const auto dir = test::temp_dir("residual_sinking_row");
+  save_trace(dir / "t.safetensors", t);
+  const VerifyResult r =
+      verify_reference(ck, dir / "t.safetensors", tolerances(), {.instrument = &residual_instrument()});
   ASSERT_TRUE(r.display);
-  const BertTokenizer tokenizer(bert_mini().vocab);
-  size_t expected = 0;
-  for (const Sentence& s : sentences) expected += encode_sentence(tokenizer, s, 512, "test").words.size();
-  EXPECT_EQ(r.display->rows, expected * instrument().lenses.size());
-  EXPECT_EQ(r.display->wrong(), 0u);
-  EXPECT_LT(r.display->undecidable(), r.display->rows / 20) << "fp32's own error decides nearly every row";
-  EXPECT_TRUE(r.pass());
+  EXPECT_FALSE(r.display->pass());
+  size_t wrong = 0;
+  for (const DisplayRow& row : r.display->flagged)
+    if (row.wrong()) {
+      ++wrong;
+      EXPECT_EQ(row.lens, Lens::residual_layernorm);
+      EXPECT_EQ(row.word, "nurse");
+    }
+  EXPECT_EQ(wrong, 1u);
 }
 
 TEST(Display, ARowThatSinksWhereTheTruthDoesNotIsWrongUnderEveryLens) {

@@ -26,12 +26,16 @@ Encoding nurse() {
   return BertTokenizer(bert_mini().vocab).encode("The nurse handed the doctor the scissors.", 512);
 }
 
-std::vector<std::string> instrument_names(int layers) {
+std::vector<std::string> instrument_names(int layers, Record record) {
   std::vector<std::string> names;
-  for (int l = 0; l < layers; ++l)
-    for (const char* t : {"attention.probs", "value_norm", "transformed_norm", "lens.value_norm",
-                          "lens.transformed_norm"})
+  for (int l = 0; l < layers; ++l) {
+    for (const char* t : {"attention.probs", "value_norm", "transformed_norm", "lens.value_norm", "lens.transformed_norm"})
       names.push_back("layer." + std::to_string(l) + "." + t);
+    if (record != Record::instrument_residual) continue;
+    for (const char* t : {"lens.residual_layernorm_norm", "mixing_ratio.attention", "mixing_ratio.residual",
+                          "mixing_ratio.residual_layernorm"})
+      names.push_back("layer." + std::to_string(l) + "." + t);
+  }
   return names;
 }
 
@@ -59,10 +63,12 @@ void expect_bits_of_full(const Trace& part, const Trace& full) {
 TEST(RecordModes, TheRuntimeKeepsWhatTheInstrumentShowsBitForBit) {
   const runtime::Encoder encoder(bert_mini().config, bert_mini().weights);
   const Trace full = encoder.forward(nurse());
-  const Trace shown = encoder.forward(nurse(), Record::instrument);
-  EXPECT_EQ(names_of(shown), instrument_names(bert_mini().config.num_hidden_layers));
-  expect_bits_of_full(shown, full);
-  EXPECT_EQ(shown.tokens, full.tokens);
+  for (Record record : {Record::instrument, Record::instrument_residual}) {
+    const Trace shown = encoder.forward(nurse(), record);
+    EXPECT_EQ(names_of(shown), instrument_names(bert_mini().config.num_hidden_layers, record));
+    expect_bits_of_full(shown, full);
+    EXPECT_EQ(shown.tokens, full.tokens);
+  }
 }
 
 TEST(RecordModes, TheRuntimesPlainForwardKeepsTheLastOutputBitForBit) {
@@ -75,9 +81,11 @@ TEST(RecordModes, TheRuntimesPlainForwardKeepsTheLastOutputBitForBit) {
 TEST(RecordModes, TheOracleKeepsTheSameSubsetsBitForBit) {
   const oracle::Oracle oracle(bert_mini().config, bert_mini().weights, oracle::Precision::fp32);
   const Trace full = oracle.forward(nurse());
-  const Trace shown = oracle.forward(nurse(), Record::instrument);
-  EXPECT_EQ(names_of(shown), instrument_names(bert_mini().config.num_hidden_layers));
-  expect_bits_of_full(shown, full);
+  for (Record record : {Record::instrument, Record::instrument_residual}) {
+    const Trace shown = oracle.forward(nurse(), record);
+    EXPECT_EQ(names_of(shown), instrument_names(bert_mini().config.num_hidden_layers, record));
+    expect_bits_of_full(shown, full);
+  }
   const Trace plain = oracle.forward(nurse(), Record::output);
   EXPECT_EQ(names_of(plain), std::vector<std::string>{"layer.3.output"});
   expect_bits_of_full(plain, full);
