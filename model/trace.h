@@ -62,7 +62,7 @@ enum class Record {
   instrument,  // what the instrument shows and the audit reads: per layer attention.probs,
                // value_norm, transformed_norm, lens.value_norm and lens.transformed_norm
   instrument_residual,  // that, and lens.residual_layernorm_norm with the three mixing ratios (Kobayashi et
-                        // al. 2021), which cost a 4-layer forward at T = 128 about 4× the rest of the instrument
+                        // al. 2021): most of what the whole trace costs beyond the instrument (README)
   output,      // the last layer's output alone: a plain forward, as a library's user runs one
 };
 inline bool keeps_lenses(Record r) { return r != Record::output; }

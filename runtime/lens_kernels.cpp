@@ -80,11 +80,12 @@ void summed_transformed_norm(const float* probs, const float* fx, size_t H, size
 namespace {
 
 // Mean and population variance of n values, in double.
-std::pair<double, double> moments(const double* v, size_t n) {
+template <typename T>
+std::pair<double, double> moments(const T* v, size_t n) {
   double mean = 0, var = 0;
-  for (size_t d = 0; d < n; ++d) mean += v[d];
+  for (size_t d = 0; d < n; ++d) mean += double(v[d]);
   mean /= double(n);
-  for (size_t d = 0; d < n; ++d) var += (v[d] - mean) * (v[d] - mean);
+  for (size_t d = 0; d < n; ++d) var += (double(v[d]) - mean) * (double(v[d]) - mean);
   return {mean, var / double(n)};
 }
 
@@ -105,6 +106,9 @@ double share(double a, double b) { return a + b > 0 ? a / (a + b) : 0.0; }
 
 }  // namespace
 
+// A clone per instruction set for the row sums below (element-wise in double: no order changes, and
+// -ffp-contract=off fuses nothing, so every clone gives the same bits).
+LENSCHECK_KERNEL
 void residual_lenses(const float* probs, const float* fx, const float* x, const float* y, const float* gain, double eps,
                      size_t H, size_t T, size_t D, const ResidualLenses& out) {
   // Per key b and heads h, g: <f_h, f_g> and <γ ⊙ (f_h − mean f_h), γ ⊙ (f_g − mean f_g)>.
@@ -130,8 +134,7 @@ void residual_lenses(const float* probs, const float* fx, const float* x, const 
   }
   std::vector<double> diagonal(D), z(D), rest(D);
   for (size_t a = 0; a < T; ++a) {
-    std::vector<double> yi(y + a * D, y + (a + 1) * D);
-    const double var = moments(yi.data(), D).second;
+    const double var = moments(y + a * D, D).second;
     // LayerNorm itself divides by this: a constant pre-LayerNorm state with ε = 0 has no LayerNorm'd lens.
     // A NaN state (a fault upstream) propagates, for the gate to fail as it fails every NaN.
     if (var + eps <= 0)
