@@ -30,17 +30,25 @@ const int64_t kHighestRatioBucket = int64_t(std::floor(std::log(1e9) / kLogGamma
 const int64_t kZeroRatioBucket = kLowestRatioBucket - 1;
 const int64_t kShareBuckets = int64_t(std::lround(1 / Histogram::kShareWidth));
 
-// A NaN or Inf lens weight is a gate failure, not a row without weight: it stops the audit, named.
-void require_finite_lenses(const Trace& trace, const std::vector<Lens>& lenses, int layers, const std::string& sentence) {
-  for (Lens lens : lenses)
-    for (int l = 0; l < layers; ++l) {
-      const std::string name = lens_tensor(lens, l);
-      const Tensor& t = *trace.find(name);
-      for (size_t i = 0; i < t.values.size(); ++i)
-        if (!std::isfinite(t.values[i]))
-          throw NonFiniteError(fmt::format("sentence {}: {} holds {} at element {}: the runtime's lens is not a "
-                                           "number, a gate failure", sentence, name, t.values[i], i));
-    }
+// A NaN or Inf lens weight (or mixing ratio, where the audit reads them) is a gate failure, not a row
+// without weight: it stops the audit, named.
+void require_finite_lenses(const Trace& trace, const std::vector<Lens>& lenses, int layers, const std::string& sentence,
+                           bool mixing) {
+  std::vector<std::string> names;
+  for (int l = 0; l < layers; ++l) {
+    for (Lens lens : lenses) names.push_back(lens_tensor(lens, l));
+    if (mixing)
+      for (LayerTensor t : {LayerTensor::mixing_ratio_attention, LayerTensor::mixing_ratio_residual,
+                            LayerTensor::mixing_ratio_residual_layernorm})
+        names.push_back(trace_name(l, t));
+  }
+  for (const std::string& name : names) {
+    const Tensor& t = *trace.find(name);
+    for (size_t i = 0; i < t.values.size(); ++i)
+      if (!std::isfinite(t.values[i]))
+        throw NonFiniteError(fmt::format("sentence {}: {} holds {} at element {}: the runtime's lens is not a "
+                                         "number, a gate failure", sentence, name, t.values[i], i));
+  }
 }
 
 }  // namespace
@@ -178,14 +186,15 @@ void LayerMixing::merge(const LayerMixing& o) {
   residual_layernorm.merge(o.residual_layernorm);
 }
 
-void AuditTally::add_mixing(size_t layer, double attention, double residual, double residual_layernorm) {
-  for (double r : {attention, residual, residual_layernorm})
-    if (!std::isfinite(r))
-      throw NonFiniteError(fmt::format("layer {}: a mixing ratio is {}, a gate failure", layer, r));
-  if (mixing.size() <= layer) mixing.resize(layer + 1);
-  mixing[layer].attention.add(attention);
-  mixing[layer].residual.add(residual);
-  mixing[layer].residual_layernorm.add(residual_layernorm);
+void LayerMixing::add(double attention_ratio, double residual_ratio, double residual_layernorm_ratio) {
+  attention.add(attention_ratio);
+  residual.add(residual_ratio);
+  residual_layernorm.add(residual_layernorm_ratio);
+}
+
+void AuditTally::add(const std::vector<LayerMixing>& layers) {
+  if (mixing.size() < layers.size()) mixing.resize(layers.size());
+  for (size_t l = 0; l < layers.size(); ++l) mixing[l].merge(layers[l]);
 }
 
 void AuditTally::merge(const AuditTally& o) {
@@ -211,8 +220,7 @@ void AuditTally::merge(const AuditTally& o) {
   sep_value.merge(o.sep_value);
   cls_transformed.merge(o.cls_transformed);
   sep_transformed.merge(o.sep_transformed);
-  if (mixing.size() < o.mixing.size()) mixing.resize(o.mixing.size());
-  for (size_t l = 0; l < o.mixing.size(); ++l) mixing[l].merge(o.mixing[l]);
+  add(o.mixing);
 }
 
 void AuditTally::finish(AuditResult& r) const {
@@ -371,12 +379,12 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
     if (sentences.empty()) break;
     std::vector<std::vector<AuditRow>> rows(sentences.size());
     std::vector<std::vector<NormRatio>> ratios(sentences.size());
-    std::vector<AuditTally> mixed(sentences.size(), AuditTally(plan));  // each sentence's mixing ratios
+    std::vector<std::vector<LayerMixing>> mixed(sentences.size());  // each sentence's mixing ratios, per layer
     parallel_for(sentences.size(), threads, [&](size_t i) {
       const Sentence& s = sentences[i];
       const Encoding enc = encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), plan.sentences);
       const Trace trace = encoder.forward(enc, mixing ? Record::instrument_residual : Record::instrument);
-      require_finite_lenses(trace, plan.lenses, L, s.id);
+      require_finite_lenses(trace, plan.lenses, L, s.id, mixing);
       const WordLayout layout = WordLayout::of(trace);
       for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
         AuditRow row{s.id, w, enc.words, {}, ordinals[i]};
@@ -404,7 +412,8 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
         auto ratio = [&](LayerTensor t) { return trace.find(trace_name(l, t))->values.data(); };
         const double *a = ratio(LayerTensor::mixing_ratio_attention), *r = ratio(LayerTensor::mixing_ratio_residual),
                      *n = ratio(LayerTensor::mixing_ratio_residual_layernorm);
-        for (size_t t = 1; t + 1 < T; ++t) mixed[i].add_mixing(size_t(l), a[t], r[t], n[t]);
+        LayerMixing& layer = mixed[i].emplace_back();
+        for (size_t t = 1; t + 1 < T; ++t) layer.add(a[t], r[t], n[t]);
       }
     });
     for (size_t i = 0; i < sentences.size(); ++i) {
@@ -419,7 +428,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
         p.tally.add(n);
         if (shown) p.shown_ratios.push_back(n);
       }
-      p.tally.merge(mixed[i]);
+      p.tally.add(mixed[i]);
     }
     if (progress) progress(reported = p.corpus_sentences, stream.total());
   }

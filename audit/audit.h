@@ -105,6 +105,7 @@ class Histogram {
 struct LayerMixing {
   Histogram attention{Histogram::Scale::share}, residual{Histogram::Scale::share},
       residual_layernorm{Histogram::Scale::share};
+  void add(double attention_ratio, double residual_ratio, double residual_layernorm_ratio);  // finite, in [0, 1]
   void merge(const LayerMixing& other);
 };
 
@@ -173,8 +174,7 @@ struct AuditTally {
   explicit AuditTally(const StudyPlan& plan);
   void add(const AuditRow& row);
   void add(const NormRatio& ratio);
-  // One content token's three mixing ratios in `layer` (LayerMixing's order); NonFiniteError if one is NaN or Inf.
-  void add_mixing(size_t layer, double attention, double residual, double residual_layernorm);
+  void add(const std::vector<LayerMixing>& mixing);  // per layer, one sentence's
   void merge(const AuditTally& other);           // of the same plan
   void finish(AuditResult& result) const;        // stats, ratio summaries, criteria of result.plan
 

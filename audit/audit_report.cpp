@@ -323,6 +323,13 @@ std::string audit_conclusion(const AuditResult& r) {
   else
     s += fmt::format(" The plan's abandon criteria hold: {}. **ABANDON** — the hypothesis does not stand on this "
                      "model: it is not the case that {}", fmt::join(triggered, "; "), r.plan.hypothesis);
+  // The verdict is the plan's; what a reader must know to weigh it, where a lens it judges showed no context.
+  for (const LensStats& l : r.stats)
+    if (l.self_only && std::any_of(r.criteria.begin(), r.criteria.end(),
+                                   [&](const CriterionResult& c) { return c.criterion.lens == l.lens; }))
+      s += fmt::format(" Read the verdict with this: under {}, which the criteria judge, {} of {} rows show no context "
+                       "at all, so where the sink is gone there, everything but the word itself is gone with it.",
+                       lens_name(l.lens), l.self_only, l.rows);
   return s;
 }
 
@@ -350,7 +357,8 @@ std::string lens_table(const AuditResult& r) {
     table.row({lens_name(l.lens), none_defined ? "— (no defined row)" : pct(l.median),
                none_defined ? "—" : fmt::format("{} ({})", pct(l.worst.value), l.worst.where),
                fmt::to_string(l.above_50), fmt::to_string(l.above_90), rows_worse, points, relative,
-               fmt::format("{} / {}", l.kept_head, l.rows), fmt::to_string(l.undefined),
+               fmt::format("{} / {}{}", l.kept_head, l.rows, lens_per_layer(l.lens) ? " (the head's layer)" : ""),
+               fmt::to_string(l.undefined),
                fmt::format("{} / {} / {} / {}", p.median, p.worst, p.above_50, p.above_90)});
   }
   return "\n## Sink share per lens\n\n" + table.markdown();
@@ -383,14 +391,16 @@ std::string rows_table(const AuditResult& r) {
     for (const WordRow& w : row.by_lens) {
       const int top = w.top_target();
       const auto d = w.displayed();
-      cells.push_back(fmt::format("{} → {} {} · sink {}", w.head.label(), top >= 0 ? row.words[size_t(top)] : "—",
-                                  d && top >= 0 ? fmt::format("{:.3f}", (*d)[size_t(top)]) : "—", pct(w.sink_share())));
+      const bool shown = top >= 0 && w.top_share() > 0;  // a target that receives nothing is none
+      cells.push_back(fmt::format("{} → {} {} · sink {}", w.head.label(), shown ? row.words[size_t(top)] : "—",
+                                  d && shown ? fmt::format("{:.3f}", (*d)[size_t(top)]) : "—", pct(w.sink_share())));
     }
     table.row(cells);
   }
-  return fmt::format("\n## Rows\n\nShown: {}, {} in all. Head `L.H`, the top content target with its displayed "
+  const bool per_layer = std::any_of(r.plan.lenses.begin(), r.plan.lenses.end(), lens_per_layer);
+  return fmt::format("\n## Rows\n\nShown: {}, {} in all. Head `L.H`{}, the top content target with its displayed "
                      "(renormalised) weight, and the sink share.\n\n",
-                     shown_rows(r), r.total_rows) +
+                     shown_rows(r), r.total_rows, per_layer ? " (`L.*`: layer L, its heads summed)" : "") +
          table.markdown();
 }
 
@@ -486,6 +496,7 @@ nlohmann::ordered_json audit_json(const AuditResult& r) {
                             optional_figure(l.relative_worsening, l.relative_worsening.baseline)},
                            {"largest_relative_worsening_share", optional_figure(l.relative_worsening, l.relative_worsening.share)},
                            {"rows_keeping_head", l.kept_head},
+                           {"keeping_head_means", lens_per_layer(l.lens) ? "the same layer" : "the same head"},
                            {"rows_past_threshold", past}});
   }
   auto ratio_json = [](const RatioSummary& s) {

@@ -272,7 +272,7 @@ std::set<std::string> unreachable_of(const CandidateRun& run, const Candidate& c
   }
   if (!options.instrument || names.empty()) return names;
   for (int l = 0; l < config.num_hidden_layers; ++l)
-    for (Lens lens : kLenses)
+    for (Lens lens : options.instrument->lenses)
       if (names.count(lens_tensor(lens, l))) {
         r.notes.push_back(fmt::format("no display verdict: the instrument shows {}, which the candidate cannot give",
                                       lens_tensor(lens, l)));

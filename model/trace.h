@@ -59,10 +59,10 @@ std::vector<TensorSpec> trace_schema(const BertConfig& config, int64_t tokens);
 // What a forward pass keeps in its trace, besides the tokens.
 enum class Record {
   everything,  // every tensor of trace_schema()
-  instrument,  // what the instrument shows and the audit reads: per layer attention.probs,
+  instrument,  // what the instrument shows of the 2020 lenses, and an audit of them reads: per layer attention.probs,
                // value_norm, transformed_norm, lens.value_norm and lens.transformed_norm
   instrument_residual,  // that, and lens.residual_layernorm_norm with the three mixing ratios (Kobayashi et
-                        // al. 2021): most of what the whole trace costs beyond the instrument (README)
+                        // al. 2021), at 3-5× the instrument's cost (README, bench/forward_bench)
   output,      // the last layer's output alone: a plain forward, as a library's user runs one
 };
 inline bool keeps_lenses(Record r) { return r != Record::output; }

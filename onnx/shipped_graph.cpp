@@ -394,9 +394,11 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   }
 }
 
-// A lens tensor, of 2020 or 2021, which no shipped graph computes: lenscheck derives it.
+// A lens tensor, of 2020 or 2021, which no shipped graph computes: lenscheck derives it. (Not
+// attention.pre_norm, a state of the forward the graph must hold.)
 bool is_lens_tensor(const std::string& name) {
-  return name.find(".lens.") != std::string::npos || name.ends_with("_norm") || is_residual_lens(name);
+  return name.find(".lens.") != std::string::npos || name.ends_with(".value_norm") ||
+         name.ends_with(".transformed_norm") || is_residual_lens(name);
 }
 
 // Why a trace tensor was not found, from what the search for its pattern said.

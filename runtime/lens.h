@@ -3,7 +3,7 @@
 //   attention           w_ij = α_ij
 //   value_norm          w_ij = α_ij · ‖v_j‖          (Kobayashi et al. 2020, ‖α·v‖)
 //   transformed_norm    w_ij = α_ij · ‖f(x_j)‖,  f(x_j) = v_j · W_O[h], b_O excluded  (‖α·f(x)‖)
-//   residual_layernorm  w_ij = ‖γ ⊙ (z_ij − mean z_ij) / sqrt(var y_i + ε)‖, z_ij = Σ_h α_ij f_h(x_j) + δ_ij x_i
+//   residual_layernorm  w_ij = ‖γ ⊙ (z_ij − mean z_ij) / sqrt(var y_i + ε)‖, z_ij = Σ_h α^h_ij f_h(x_j) + δ_ij x_i
 //                       (Kobayashi et al. 2021, AttnResLn-N): per layer, its heads summed, not per head.
 // The first three are one computation, kernels.h weight_by_key, over a per-key weight n_j (1, ‖v_j‖,
 // ‖f(x_j)‖). Because x · 1.0 == x exactly in IEEE arithmetic, forcing every n_j to 1.0 reproduces

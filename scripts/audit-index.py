@@ -28,10 +28,9 @@ def main(out, dirs):
              "plan's abandon criteria on that checkpoint: exit 0 PROCEED, 3 ABANDON.", "",
              "## Verdicts and sink shares", "",
              "Median / worst row / rows over 50 % / rows over 90 % of each row's weight on [CLS] and [SEP], and "
-             "rows whose every weight is on the word itself (no context shown).", ""]
+             "rows whose every weight is on the word itself (no context shown), per lens in the same order.", ""]
     lenses = [l["lens"] for l in first["lenses"]]
-    lines.append("| checkpoint | verdict | rows | " + " | ".join(lenses) + " | rows with no context under "
-                 + lenses[-1] + " |")
+    lines.append("| checkpoint | verdict | rows | " + " | ".join(lenses) + " | rows with no context (per lens) |")
     lines.append("|---" * (len(lenses) + 4) + "|")
     for d, a in audits:
         if a["hashes"]["plan"] != first["hashes"]["plan"]:
@@ -39,7 +38,7 @@ def main(out, dirs):
         cells = [f"[{d.name}]({d.name}/audit.md)", f"**{a['verdict']}**", str(a["rows_total"])]
         for l in a["lenses"]:
             cells.append(f"{pct(l['median'])} / {pct(l['worst'])} / {l['rows_above_50']} / {l['rows_above_90']}")
-        cells.append(str(a["lenses"][-1]["self_only"]))
+        cells.append(" / ".join(str(l["self_only"]) for l in a["lenses"]))
         lines.append("| " + " | ".join(cells) + " |")
     if any("mixing_ratios" in a for _, a in audits):
         lines += ["", "## Mixing ratio per layer (Kobayashi et al. 2021)", "",

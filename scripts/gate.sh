@@ -24,10 +24,10 @@ phase mutate build/lenscheck mutate --model build/fixtures/bert-mini --model bui
 # Exit 0 PROCEED, 3 ABANDON: both are verdicts, not failures of the gate. The third audit runs the
 # first study at corpus scale on real English (Moby-Dick, written by scripts/build.sh) on trained-mini.
 status=0
-audit() {  # audit ARGS...: a verdict either way; any other exit is the gate's failure
+audit() {  # audit ARGS...: a verdict either way; any other exit is the gate's failure (the first one kept)
   local s=0
   phase audit build/lenscheck audit "$@" || s=$?
-  [ "$s" -eq 0 ] || [ "$s" -eq 3 ] || status=$s
+  [ "$s" -eq 0 ] || [ "$s" -eq 3 ] || [ "$status" -ne 0 ] || status=$s
 }
 for plan in norm-weighted-attention saturated-sink norm-weighted-attention-moby-dick; do
   audit --plan "fixtures/studies/$plan.yaml" --out "$out/$plan"
@@ -40,6 +40,6 @@ for model in planted-sink saturated-sink trained-mini bert-mini bert-base-shape;
     --out "$out/residual-layernorm-sink/$model"
   residual+=("$out/residual-layernorm-sink/$model")
 done
-python3 scripts/audit-index.py "$out/residual-layernorm-sink/README.md" "${residual[@]}" || status=$?
+python3 scripts/audit-index.py "$out/residual-layernorm-sink/README.md" "${residual[@]}" || { s=$?; [ "$status" -ne 0 ] || status=$s; }
 awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "phase total   %.2f s\n", b - a }' >&2
 [ "$status" -eq 0 ]

@@ -184,6 +184,31 @@ TEST(Verdict, AbandonWhenACriterionHolds) {
   EXPECT_EQ(v.kept_head, 2u);  // the first row changed head
 }
 
+// Rows with every weight on the word itself are counted, can be pre-registered, and are said beside the verdict.
+TEST(Verdict, RowsShowingNoContextAreCountedAndSaidBesideTheVerdict) {
+  AuditResult r;
+  r.plan.lenses = {Lens::attention, Lens::residual_layernorm};
+  r.plan.abandon_if = {{Lens::residual_layernorm, Stat::worst_row_sink_share, {}, 0.5, {}, 1}};
+  for (int w = 0; w < 3; ++w) {
+    AuditRow row{"s", w, {"a", "b", "c"}, {}};
+    row.by_lens.push_back(row_of({0.2, 0.2, 0.2}, 0.4, 0, {0, 0}));
+    std::vector<double> own(3, 0.0);
+    own[size_t(w)] = 16;
+    row.by_lens.push_back(row_of(own, 0, w == 2 ? 1 : 0, {0, HeadRef::kWholeLayer}));  // the last one sinks a little
+    row.by_lens.back().word = w;
+    r.rows.push_back(row);
+  }
+  summarise_audit(r);
+  EXPECT_EQ(r.stats[1].self_only, 2u);
+  EXPECT_FALSE(r.abandon());
+  EXPECT_NE(audit_conclusion(r).find("under residual_layernorm, which the criteria judge, 2 of 3 rows show no context"),
+            std::string::npos) << audit_conclusion(r);
+  r.plan.abandon_if.push_back({Lens::residual_layernorm, Stat::self_only_rows, {}, 0.0, {}, 2});
+  summarise_audit(r);
+  EXPECT_TRUE(r.abandon());
+  EXPECT_DOUBLE_EQ(r.criteria[1].value, 2);
+}
+
 TEST(Verdict, ProceedWhenNoCriterionHolds) {
   const AuditResult r = hand_made_audit({{0.9, 0.4}, {0.2, 0.1}, {0.4, 0.3}});
   EXPECT_FALSE(r.abandon());

@@ -78,14 +78,20 @@ TEST(Display, ARowMovedUnderTheResidualLensIsWrongUnderThatLens) {
       verify_reference(ck, dir / "t.safetensors", tolerances(), {.instrument = &residual_instrument()});
   ASSERT_TRUE(r.display);
   EXPECT_FALSE(r.display->pass());
-  size_t wrong = 0;
+  size_t wrong = 0, heads = 0;
   for (const DisplayRow& row : r.display->flagged)
     if (row.wrong()) {
       ++wrong;
       EXPECT_EQ(row.lens, Lens::residual_layernorm);
       EXPECT_EQ(row.word, "nurse");
+      for (const DisplayItem& i : row.items)  // a layer opened, not a head
+        if (i.what == "head") {
+          ++heads;
+          EXPECT_TRUE(i.candidate.ends_with(".*") && i.truth.ends_with(".*")) << i.candidate;
+        }
     }
   EXPECT_EQ(wrong, 1u);
+  EXPECT_EQ(heads, 1u);  // the moved row has no content peak: the rule opens layer 0, the truth another
 }
 
 TEST(Display, ARowThatSinksWhereTheTruthDoesNotIsWrongUnderEveryLens) {
