@@ -226,9 +226,15 @@ AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& soft
     for (const onnx::NodeProto* t : graph.readers(mm->output(0), "Transpose"))
       for (const onnx::NodeProto* r : graph.readers(t->output(0), "Reshape")) found.values[LT::context] = r->output(0);
   }
-  // Q·Kᵀ scaled: Div or Mul of a MatMul, or ONNX Runtime's FusedMatMul with the scale as its alpha.
+  // Q·Kᵀ scaled: Div or Mul of a MatMul, or ONNX Runtime's FusedMatMul with the scale as its alpha, in the
+  // layouts its attention fusion writes (A as it is, B as it is or transposed; no batch axes moved): in any
+  // other the query is not the [B, H, T, Dh] input, so the scores are left unrecognised.
   auto product_behind = [&](const std::string& scaled) -> const onnx::NodeProto* {
-    if (const onnx::NodeProto* fused = graph.made_by(scaled, "FusedMatMul")) return fused;
+    if (const onnx::NodeProto* fused = graph.made_by(scaled, "FusedMatMul"))
+      return int_attribute(*fused, "transA") || int_attribute(*fused, "transBatchA") ||
+                     int_attribute(*fused, "transBatchB")
+                 ? nullptr
+                 : fused;
     for (const char* op : {"Div", "Mul"})
       if (const onnx::NodeProto* scale = graph.made_by(scaled, op))
         for (const std::string& in : scale->input())
