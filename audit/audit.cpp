@@ -130,7 +130,9 @@ bool AuditResult::recorded_hold() const {
   return std::all_of(recorded.begin(), recorded.end(), [](const RecordedCheck& c) { return c.problem.empty(); });
 }
 
-AuditTally::AuditTally(const StudyPlan& plan) : shares(plan.lenses.size(), Histogram(Histogram::Scale::share)) {
+AuditTally::AuditTally(const StudyPlan& plan)
+    : shares(plan.lenses.size(), Histogram(Histogram::Scale::share)),
+      context_shares(plan.lenses.size(), Histogram(Histogram::Scale::share)) {
   for (Lens lens : plan.lenses) {
     LensStats s;
     s.lens = lens;
@@ -152,6 +154,12 @@ void AuditTally::add(const AuditRow& row) {
     const WordRow& w = row.by_lens[li];
     if (w.head.same_place(base.head)) ++s.kept_head;
     s.self_only += w.self_only();
+    if (const auto context = w.context_sink_share()) {
+      ++s.context_rows;
+      s.context_above_50 += *context > 0.5;
+      s.context_worst.offer(*context, row, base_share.value_or(NAN), *context);
+      context_shares[li].add(*context);
+    }
     const auto share = w.sink_share();
     if (!share) {
       ++s.undefined;
@@ -204,6 +212,10 @@ void AuditTally::merge(const AuditTally& o) {
     s.rows += t.rows;
     s.undefined += t.undefined;
     s.self_only += t.self_only;
+    s.context_rows += t.context_rows;
+    s.context_above_50 += t.context_above_50;
+    s.context_worst.merge(t.context_worst);
+    context_shares[li].merge(o.context_shares.at(li));
     s.worst.merge(t.worst);
     s.above_50 += t.above_50;
     s.above_90 += t.above_90;
@@ -226,7 +238,11 @@ void AuditTally::merge(const AuditTally& o) {
 void AuditTally::finish(AuditResult& r) const {
   r.stats = stats;
   r.shares = shares;
-  for (size_t li = 0; li < stats.size(); ++li) r.stats[li].median = shares[li].median();
+  r.context_shares = context_shares;
+  for (size_t li = 0; li < stats.size(); ++li) {
+    r.stats[li].median = shares[li].median();
+    r.stats[li].context_median = context_shares[li].median();
+  }
   r.share_thresholds.clear();
   for (const auto& t : thresholds)
     if (t) r.share_thresholds.push_back(*t);
@@ -252,6 +268,7 @@ void AuditTally::finish(AuditResult& r) const {
         break;
       case Stat::undefined_rows: v = static_cast<double>(s.undefined); break;
       case Stat::self_only_rows: v = static_cast<double>(s.self_only); break;
+      case Stat::median_context_sink_share: v = s.context_median; break;
     }
     r.criteria.push_back({c, v, c.above ? v > *c.above : v < *c.below});
   }

@@ -60,6 +60,11 @@ struct LensStats {
   // (below it the baseline prints as 0.0 % and a relative figure is noise); and the rise in share
   // units (×100: percentage points) over every row, each with its row's baseline share.
   RowMax relative_worsening, points_worsening;
+  // The sink's share of each row's context (WordRow::context_sink_share), over the rows that have one:
+  // its median (within Histogram::kShareWidth / 2), largest, and the rows above 50 %.
+  double context_median = 0;
+  RowMax context_worst;
+  size_t context_rows = 0, context_above_50 = 0;
   size_t kept_head = 0;            // rows that open the same head as under the baseline (its layer, for a
                                    // per-layer lens: HeadRef::same_place)
 };
@@ -146,6 +151,7 @@ struct AuditResult {
   size_t total_rows = 0;
   std::vector<LensStats> stats;  // plan.lenses order
   std::vector<Histogram> shares;  // plan.lenses order: every row's defined sink share, for the picture
+  std::vector<Histogram> context_shares;  // plan.lenses order: every row's context sink share
   // Rows above each sink-share threshold the plan names (AuditTally::thresholds, the criteria's).
   struct ThresholdCount {
     size_t lens = 0;
@@ -180,6 +186,7 @@ struct AuditTally {
 
   std::vector<LensStats> stats;                  // plan.lenses order
   std::vector<Histogram> shares;                 // per lens, the defined sink shares
+  std::vector<Histogram> context_shares;         // per lens, the context sink shares
   std::vector<std::optional<ThresholdCount>> thresholds;  // per plan criterion
   RatioTally cls_value, sep_value, cls_transformed, sep_transformed;
   std::vector<LayerMixing> mixing;               // per layer, as AuditResult::mixing

@@ -105,7 +105,11 @@ void write_partial(const AuditPartial& p, const std::filesystem::path& out) {
                            {"relative_worsening", row_max_json(s.relative_worsening)},
                            {"points_worsening", row_max_json(s.points_worsening)},
                            {"kept_head", s.kept_head},
-                           {"sink_shares", histogram_json(t.shares[li])}});
+                           {"sink_shares", histogram_json(t.shares[li])},
+                           {"context_rows", s.context_rows},
+                           {"context_above_50", s.context_above_50},
+                           {"context_worst", row_max_json(s.context_worst)},
+                           {"context_sink_shares", histogram_json(t.context_shares[li])}});
   }
   j["thresholds"] = Json::array();
   for (const auto& c : t.thresholds)
@@ -179,6 +183,10 @@ AuditPartial read_partial(const StudyPlan& plan, const std::filesystem::path& fi
       s.points_worsening = row_max(l.at("points_worsening"));
       s.kept_head = l.at("kept_head");
       read_histogram(l.at("sink_shares"), t.shares[li]);
+      s.context_rows = l.at("context_rows");
+      s.context_above_50 = l.at("context_above_50");
+      s.context_worst = row_max(l.at("context_worst"));
+      read_histogram(l.at("context_sink_shares"), t.context_shares[li]);
     }
     const Json& thresholds = j.at("thresholds");
     if (thresholds.size() != t.thresholds.size()) throw InputError(file, "has other criteria than the plan");

@@ -304,6 +304,11 @@ std::string audit_conclusion(const AuditResult& r) {
       s += fmt::format(" Under {} {} of {} rows put every weight on the word itself: no sink, and no other word either; "
                        "for them the lens shows no context at all.",
                        lens_name(l.lens), l.self_only, l.rows);
+  std::vector<std::string> context;
+  for (const LensStats& l : r.stats)
+    if (l.context_rows) context.push_back(fmt::format("{} under {}", pct(l.context_median), lens_name(l.lens)));
+  if (!context.empty())
+    s += fmt::format(" Of what a row takes from the other tokens, the median row's sink holds {}.", fmt::join(context, ", "));
   if (!r.mixing.empty()) s += " " + mixing_clause(r);
   for (const LensStats& l : r.stats)
     if (l.undefined)
@@ -381,6 +386,22 @@ std::string mixing_table(const AuditResult& r) {
          table.markdown() + "\n";
 }
 
+// The sink's share of each row's context (the row without its word's own weight), per lens: what a lens that
+// adds the word's own residual does not dilute. Read beside the sink-share table; no criterion unless the
+// plan names median_context_sink_share.
+std::string context_table(const AuditResult& r) {
+  MarkdownTable table({"lens", "median", "worst row", "rows > 50 %", "rows with a context"});
+  for (const LensStats& l : r.stats)
+    table.row({lens_name(l.lens), l.context_rows ? pct(l.context_median) : "—",
+               l.context_rows ? fmt::format("{} ({})", pct(l.context_worst.value), l.context_worst.where) : "—",
+               fmt::to_string(l.context_above_50), fmt::format("{} / {}", l.context_rows, l.rows)});
+  return "\n## Sink share of the context\n\nEach row without its word's own weight: ([CLS] + [SEP]) / (row total − "
+         "the word's own weight), the sink's share of what the word takes from the other tokens. A lens that adds "
+         "the word's own residual lowers the sink share of the whole row by adding to the word's own weight; this "
+         "share it does not dilute. Rows that take nothing from other tokens have none.\n\n" +
+         table.markdown();
+}
+
 // Every row shown, under each lens: the head opened, the top content target and the sink share.
 std::string rows_table(const AuditResult& r) {
   std::vector<std::string> header = {"sentence", "word"};
@@ -427,6 +448,7 @@ std::string audit_markdown(const AuditResult& r) {
     criteria.row({c.criterion.describe(), fmt::format("{:.4g}", c.value), c.triggered ? "**yes**" : "no"});
   md += "## Abandon criteria (from the plan)\n\n" + criteria.markdown();
   md += lens_table(r);
+  md += context_table(r);
   md += "\nUndefined rows carry no weight at all under the lens (every weight of the row is 0 in fp32): they have no "
         "sink share and are counted in no median, maximum or count of shares. A NaN or Inf weight is not an undefined "
         "row: it stops the audit as a gate failure (exit 1), naming the sentence and tensor.\n";
@@ -495,6 +517,12 @@ nlohmann::ordered_json audit_json(const AuditResult& r) {
                            {"largest_relative_worsening_baseline_share",
                             optional_figure(l.relative_worsening, l.relative_worsening.baseline)},
                            {"largest_relative_worsening_share", optional_figure(l.relative_worsening, l.relative_worsening.share)},
+                           {"context", {{"median", l.context_rows ? nlohmann::ordered_json(l.context_median)
+                                                                  : nlohmann::ordered_json()},
+                                        {"worst", optional_figure(l.context_worst, l.context_worst.value)},
+                                        {"worst_row", l.context_worst.where},
+                                        {"rows_above_50", l.context_above_50},
+                                        {"rows", l.context_rows}}},
                            {"rows_keeping_head", l.kept_head},
                            {"keeping_head_means", lens_per_layer(l.lens) ? "the same layer" : "the same head"},
                            {"rows_past_threshold", past}});

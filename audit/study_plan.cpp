@@ -14,7 +14,8 @@ namespace {
 constexpr Stat kStats[] = {Stat::median_sink_share,        Stat::worst_row_sink_share,
                            Stat::rows_with_sink_above,     Stat::rows_worse_than_baseline,
                            Stat::largest_relative_worsening, Stat::heads_kept_fraction,
-                           Stat::undefined_rows,           Stat::self_only_rows};
+                           Stat::undefined_rows,           Stat::self_only_rows,
+                           Stat::median_context_sink_share};
 
 Lens read_lens(const std::filesystem::path& file, const YAML::Node& node) {
   try {
@@ -41,6 +42,7 @@ const char* stat_name(Stat stat) {
     case Stat::heads_kept_fraction: return "heads_kept_fraction";
     case Stat::undefined_rows: return "undefined_rows";
     case Stat::self_only_rows: return "self_only_rows";
+    case Stat::median_context_sink_share: return "median_context_sink_share";
   }
   return "?";
 }

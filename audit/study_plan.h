@@ -20,6 +20,7 @@ enum class Stat {
   heads_kept_fraction,
   undefined_rows,              // rows with no weight at all under the lens: no sink share to show
   self_only_rows,              // rows with every weight on the word itself: no context to show (WordRow::self_only)
+  median_context_sink_share,   // of WordRow::context_sink_share, over the rows that have a context
 };
 const char* stat_name(Stat stat);
 

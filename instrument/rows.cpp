@@ -24,6 +24,12 @@ std::optional<double> WordRow::sink_share() const {
   return (cls + sep) / t;
 }
 
+std::optional<double> WordRow::context_sink_share() const {
+  const double context = total() - content.at(size_t(word));
+  if (!(context > 0)) return std::nullopt;
+  return (cls + sep) / context;
+}
+
 std::optional<std::vector<double>> WordRow::displayed() const {
   double sum = 0;
   for (double c : content) sum += c;

@@ -37,6 +37,10 @@ struct WordRow {
   // (cls + sep) / total; empty (undefined) when the row carries no weight at all (e.g. every ‖v‖ of
   // the tokens it attends to is 0). A NaN or Inf total is a NonFiniteError (model/error.h), not that.
   std::optional<double> sink_share() const;
+  // (cls + sep) / (total − the word's own weight): the sink's share of what the row takes from the other
+  // tokens, which a lens that adds the word's own residual does not dilute. Empty where the row takes
+  // nothing from them (self_only, or no weight at all).
+  std::optional<double> context_sink_share() const;
   // Weights over content words renormalised to sum to 1; empty when no content weight.
   std::optional<std::vector<double>> displayed() const;
   // The content word (other than the query word itself, when there is another) with the largest

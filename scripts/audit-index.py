@@ -28,10 +28,13 @@ def main(out, dirs):
              "plan's abandon criteria on that checkpoint: exit 0 PROCEED, 3 ABANDON.", "",
              "## Verdicts and sink shares", "",
              "Median / worst row / rows over 50 % / rows over 90 % of each row's weight on [CLS] and [SEP], and "
-             "rows whose every weight is on the word itself (no context shown), per lens in the same order.", ""]
+             "rows whose every weight is on the word itself (no context shown), and the sink's share of what each "
+             "row takes from the other tokens (the row without its word's own weight), per lens in the same order.",
+             ""]
     lenses = [l["lens"] for l in first["lenses"]]
-    lines.append("| checkpoint | verdict | rows | " + " | ".join(lenses) + " | rows with no context (per lens) |")
-    lines.append("|---" * (len(lenses) + 4) + "|")
+    lines.append("| checkpoint | verdict | rows | " + " | ".join(lenses) + " | rows with no context (per lens) | "
+                 "sink share of the context, median (per lens) |")
+    lines.append("|---" * (len(lenses) + 5) + "|")
     for d, a in audits:
         if a["hashes"]["plan"] != first["hashes"]["plan"]:
             sys.exit(f"audit-index: {d}/audit.json ran another version of the plan")
@@ -39,6 +42,7 @@ def main(out, dirs):
         for l in a["lenses"]:
             cells.append(f"{pct(l['median'])} / {pct(l['worst'])} / {l['rows_above_50']} / {l['rows_above_90']}")
         cells.append(" / ".join(str(l["self_only"]) for l in a["lenses"]))
+        cells.append(" / ".join(pct(l["context"]["median"]) for l in a["lenses"]))
         lines.append("| " + " | ".join(cells) + " |")
     if any("mixing_ratios" in a for _, a in audits):
         lines += ["", "## Mixing ratio per layer (Kobayashi et al. 2021)", "",

@@ -102,6 +102,10 @@ void expect_merge_equals_single(const StudyPlan& plan, const fs::path& dir) {
       expect_same_row_max(a.points_worsening, b.points_worsening);
       EXPECT_EQ(a.kept_head, b.kept_head);
       EXPECT_EQ(a.self_only, b.self_only);
+      EXPECT_EQ(a.context_median, b.context_median);
+      EXPECT_EQ(a.context_rows, b.context_rows);
+      EXPECT_EQ(a.context_above_50, b.context_above_50);
+      expect_same_row_max(a.context_worst, b.context_worst);
     }
     ASSERT_EQ(m.mixing.size(), single.mixing.size());
     for (size_t l = 0; l < m.mixing.size(); ++l) {

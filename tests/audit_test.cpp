@@ -135,6 +135,21 @@ TEST(HeadSelection, APerLayerLensRanksLayersAndAFixedHeadOpensItsLayer) {
   EXPECT_THROW(head_rows(t, layout, Lens::residual_layernorm, 2, 2, 2), std::invalid_argument);
 }
 
+// The sink's share of the context leaves the word's own weight out, so adding to it changes nothing.
+TEST(WordRows, TheContextSinkShareLeavesTheWordsOwnWeightOut) {
+  WordRow r = row_of({0.2, 0.5, 0.1}, 0.1, 0.1);
+  r.word = 1;
+  EXPECT_DOUBLE_EQ(*r.sink_share(), 0.2);
+  EXPECT_DOUBLE_EQ(*r.context_sink_share(), 0.2 / 0.5);
+  r.content[1] = 50;  // a dominant own residual dilutes the sink share, not the context's
+  EXPECT_LT(*r.sink_share(), 0.01);
+  EXPECT_DOUBLE_EQ(*r.context_sink_share(), 0.2 / 0.5);
+  EXPECT_FALSE(row_of({0, 0, 0}, 0, 0).context_sink_share().has_value());
+  WordRow own = row_of({0, 3.0}, 0, 0);
+  own.word = 1;
+  EXPECT_FALSE(own.context_sink_share().has_value());
+}
+
 TEST(WordRows, ARowWithEveryWeightOnItsOwnWordShowsNoContext) {
   EXPECT_FALSE(row_of({0, 3.0}, 0, 0).self_only());  // word 0's own weight is 0
   WordRow own = row_of({0, 3.0}, 0, 0);
@@ -204,9 +219,14 @@ TEST(Verdict, RowsShowingNoContextAreCountedAndSaidBesideTheVerdict) {
   EXPECT_NE(audit_conclusion(r).find("under residual_layernorm, which the criteria judge, 2 of 3 rows show no context"),
             std::string::npos) << audit_conclusion(r);
   r.plan.abandon_if.push_back({Lens::residual_layernorm, Stat::self_only_rows, {}, 0.0, {}, 2});
+  r.plan.abandon_if.push_back({Lens::residual_layernorm, Stat::median_context_sink_share, {}, 0.5, {}, 3});
   summarise_audit(r);
   EXPECT_TRUE(r.abandon());
   EXPECT_DOUBLE_EQ(r.criteria[1].value, 2);
+  // The one row with a context sinks all of it: its context share is 1, though its row's share is 1 / 17.
+  EXPECT_EQ(r.stats[1].context_rows, 1u);
+  EXPECT_NEAR(r.criteria[2].value, 1.0, Histogram::kShareWidth);
+  EXPECT_TRUE(r.criteria[2].triggered);
 }
 
 TEST(Verdict, ProceedWhenNoCriterionHolds) {
