@@ -117,7 +117,7 @@ WordRow word_row(const WordLayout& layout, const Tensor& w, HeadRef head, int wo
   if (w.shape.size() != (whole_layer ? 2u : 3u) || (!whole_layer && (head.head < 0 || head.head >= w.shape[0])))
     throw std::invalid_argument(fmt::format("head {} of a lens tensor of {} axes", head.label(), w.shape.size()));
   const size_t T = static_cast<size_t>(w.shape.back());
-  const double* base = w.values.data() + (head.head == HeadRef::kWholeLayer ? 0 : static_cast<size_t>(head.head) * T * T);
+  const double* base = w.values.data() + (whole_layer ? 0 : static_cast<size_t>(head.head) * T * T);
   const std::vector<size_t>& queries = layout.words.at(static_cast<size_t>(word));
   // Mean of the word's subword rows, column by column, in token order.
   std::vector<double> row(T, 0.0);

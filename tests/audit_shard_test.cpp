@@ -61,11 +61,11 @@ void expect_same_ratio(const RatioSummary& a, const RatioSummary& b) {
 }
 
 // The partials of `shards` shards, each written to a file and read back, merged.
-AuditResult merged(const StudyPlan& plan, size_t shards, const fs::path& dir) {
+AuditResult merged(const StudyPlan& plan, const Checkpoint& ck, size_t shards, const fs::path& dir) {
   std::vector<AuditPartial> partials;
   for (size_t k = shards; k-- > 0;) {  // in reverse: merge does not depend on the order
     const fs::path file = dir / fmt::format("shard-{}-of-{}.json", k, shards);
-    write_partial(audit_shard(plan, planted(), {k, shards}), file);
+    write_partial(audit_shard(plan, ck, {k, shards}), file);
     partials.push_back(read_partial(plan, file));
   }
   return merge_audit(plan, partials);
@@ -73,12 +73,12 @@ AuditResult merged(const StudyPlan& plan, size_t shards, const fs::path& dir) {
 
 // Verdict, every count and maximum identical; the medians too, since a single run reads them from
 // the same histograms; and the reports byte for byte.
-void expect_merge_equals_single(const StudyPlan& plan, const fs::path& dir) {
-  const AuditResult single = run_audit(plan, planted(), 2);
+void expect_merge_equals_single(const StudyPlan& plan, const fs::path& dir, const Checkpoint& ck = planted()) {
+  const AuditResult single = run_audit(plan, ck, 2);
   write_audit_reports(single, dir / "single");
   for (size_t shards : {1, 2, 7}) {
     SCOPED_TRACE(fmt::format("{} shards", shards));
-    const AuditResult m = merged(plan, shards, dir);
+    const AuditResult m = merged(plan, ck, shards, dir);
     EXPECT_EQ(m.abandon(), single.abandon());
     EXPECT_EQ(m.recorded_hold(), single.recorded_hold());
     EXPECT_EQ(m.sentences, single.sentences);
@@ -240,11 +240,16 @@ TEST(AuditMerge, EqualsTheSingleRunOnTheRegisteredPlanWithItsRecordedNumbers) {
   expect_merge_equals_single(load_study_plan(kPlan), test::temp_dir("registered"));
 }
 
-// The residual lens's plan: the mixing ratios per layer merge exactly too.
+// The residual lens's plan on trained-mini, whose AttnResLn-N rows and mixing ratios spread over many buckets
+// (on the planted sinks they are all 0): the mixing ratios per layer and the context shares merge exactly too.
 TEST(AuditMerge, EqualsTheSingleRunOnTheResidualLayerNormPlanWithItsMixingRatios) {
   const StudyPlan plan = load_study_plan(test::source_dir() / "fixtures/studies/residual-layernorm-sink.yaml");
-  ASSERT_EQ(run_audit(plan, planted()).mixing.size(), size_t(planted().config.num_hidden_layers));
-  expect_merge_equals_single(plan, test::temp_dir("residual"));
+  const Checkpoint trained = load_checkpoint(test::fixture("trained-mini"));
+  const AuditResult single = run_audit(plan, trained);
+  ASSERT_EQ(single.mixing.size(), size_t(trained.config.num_hidden_layers));
+  EXPECT_GT(single.mixing[0].residual_layernorm.buckets().size(), 10u);
+  EXPECT_GT(single.context_shares.back().buckets().size(), 10u);
+  expect_merge_equals_single(plan, test::temp_dir("residual"), trained);
 }
 
 TEST(AuditMerge, RefusesPartialsOfAnotherPlanModelCorpusOrBuildAndMissingOrRepeatedShards) {
