@@ -79,19 +79,26 @@ void summed_transformed_norm(const float* probs, const float* fx, size_t H, size
 
 namespace {
 
-// Mean and population variance of n values, in double.
+// The mean of n values, in double, summed in order.
 template <typename T>
-std::pair<double, double> moments(const T* v, size_t n) {
-  double mean = 0, var = 0;
+double mean_of(const T* v, size_t n) {
+  double mean = 0;
   for (size_t d = 0; d < n; ++d) mean += double(v[d]);
-  mean /= double(n);
+  return mean / double(n);
+}
+
+// Population variance of n values, about their mean_of.
+template <typename T>
+double variance_of(const T* v, size_t n) {
+  const double mean = mean_of(v, n);
+  double var = 0;
   for (size_t d = 0; d < n; ++d) var += (double(v[d]) - mean) * (double(v[d]) - mean);
-  return {mean, var / double(n)};
+  return var / double(n);
 }
 
 // ‖v‖ and ‖γ ⊙ (v − mean v)‖ of n values.
 std::pair<double, double> plain_and_centred_norms(const double* v, const float* gain, size_t n) {
-  const double mean = moments(v, n).first;
+  const double mean = mean_of(v, n);
   double plain = 0, centred = 0;
   for (size_t d = 0; d < n; ++d) {
     plain += v[d] * v[d];
@@ -116,9 +123,7 @@ void residual_lenses(const float* probs, const float* fx, const float* x, const 
   for (size_t b = 0; b < T; ++b) {
     for (size_t h = 0; h < H; ++h) {
       const float* f = fx + (h * T + b) * D;
-      double mean = 0;
-      for (size_t d = 0; d < D; ++d) mean += f[d];
-      mean /= double(D);
+      const double mean = mean_of(f, D);
       for (size_t d = 0; d < D; ++d) centred[h * D + d] = double(gain[d]) * (double(f[d]) - mean);
     }
     for (size_t h = 0; h < H; ++h)
@@ -134,7 +139,7 @@ void residual_lenses(const float* probs, const float* fx, const float* x, const 
   }
   std::vector<double> diagonal(D), z(D), rest(D);
   for (size_t a = 0; a < T; ++a) {
-    const double var = moments(y + a * D, D).second;
+    const double var = variance_of(y + a * D, D);
     // LayerNorm itself divides by this: a constant pre-LayerNorm state with ε = 0 has no LayerNorm'd lens.
     // A NaN state (a fault upstream) propagates, for the gate to fail as it fails every NaN.
     if (var + eps <= 0)
