@@ -299,8 +299,12 @@ std::string audit_conclusion(const AuditResult& r) {
                      pct(l.worst.value), l.worst.where, worsening_clause(l), l.kept_head, l.rows,
                      lens_per_layer(l.lens) ? "'s layer (this lens sums a layer's heads)" : "");
   }
+  // Rows showing no context are said once: here for a lens no criterion judges, beside the verdict for one it does.
+  auto judged = [&](Lens lens) {
+    return std::any_of(r.criteria.begin(), r.criteria.end(), [&](const CriterionResult& c) { return c.criterion.lens == lens; });
+  };
   for (const LensStats& l : r.stats)
-    if (l.self_only)
+    if (l.self_only && !judged(l.lens))
       s += fmt::format(" Under {} {} of {} rows put every weight on the word itself: no sink, and no other word either; "
                        "for them the lens shows no context at all.",
                        lens_name(l.lens), l.self_only, l.rows);
@@ -330,8 +334,7 @@ std::string audit_conclusion(const AuditResult& r) {
                      "model: it is not the case that {}", fmt::join(triggered, "; "), r.plan.hypothesis);
   // The verdict is the plan's; what a reader must know to weigh it, where a lens it judges showed no context.
   for (const LensStats& l : r.stats)
-    if (l.self_only && std::any_of(r.criteria.begin(), r.criteria.end(),
-                                   [&](const CriterionResult& c) { return c.criterion.lens == l.lens; }))
+    if (l.self_only && judged(l.lens))
       s += fmt::format(" Read the verdict with this: under {}, which the criteria judge, {} of {} rows show no context "
                        "at all, so where the sink is gone there, everything but the word itself is gone with it.",
                        lens_name(l.lens), l.self_only, l.rows);
