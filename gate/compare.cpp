@@ -9,6 +9,8 @@
 #include <limits>
 #include <set>
 
+#include "model/safetensors.h"
+
 namespace lenscheck {
 
 bool TraceComparison::pass() const {
@@ -68,8 +70,6 @@ std::string element_label(const std::vector<Axis>& axes, const std::vector<int64
 }
 
 namespace {
-
-std::string shape_string(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
 // The checks both rules share: a rule applies, every side holds the tensor, in the schema's shape.
 // Returns the comparison with `problem` set when the values cannot be compared.

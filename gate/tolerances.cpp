@@ -36,8 +36,6 @@ const Tolerance* ToleranceSet::match(const std::string& name) const {
 
 namespace {
 
-enum class Rule { derived, absolute };
-
 ToleranceSet read_rules(const std::filesystem::path& file, const YAML::Node& list, const std::string& section,
                         Rule kind) {
   namespace Y = yaml_input;

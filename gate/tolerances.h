@@ -27,6 +27,9 @@ struct ToleranceSet {
   const Tolerance* match(const std::string& name) const;
 };
 
+// Which of the two rules judges: the derived one (the release gate) or the absolute one.
+enum class Rule { derived, absolute };
+
 struct Tolerances {
   std::filesystem::path file;
   // Derived rule: the benchmark error (relative, gate/compare.h) never counts as less than

@@ -47,7 +47,6 @@ struct TensorSummary {
   bool pass() const { return failed == 0 && compared > 0 && problem.empty(); }
 };
 
-enum class Rule { derived, absolute };
 std::string rule_name(Rule rule);
 // What the derived rule's benchmark is for a declared arithmetic: "libtorch fp32", "libtorch fp16
 // (simulated in fp64)".

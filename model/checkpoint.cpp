@@ -90,10 +90,6 @@ void plant_outlier_dimensions(const BertConfig& config, BertWeights& w, int dims
 
 namespace {
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 // Checkpoints converted from TensorFlow name LayerNorm parameters gamma/beta; HF maps them too.

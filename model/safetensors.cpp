@@ -14,11 +14,15 @@
 #include <stdexcept>
 #include <string_view>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "model/error.h"
 
 namespace lenscheck {
+
+std::string shape_string(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 // The format is little-endian and we memcpy raw bytes into host values.
 static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
@@ -44,11 +48,6 @@ bool parse_dtype(const std::string& name, DType& out) {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // Element count of a shape, or false on overflow: the header is untrusted.
 bool checked_numel(const std::vector<int64_t>& shape, uint64_t& out) {

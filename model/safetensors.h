@@ -16,6 +16,9 @@ enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
 const char* dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
 
+// "[2, 3]": how every message prints a shape.
+std::string shape_string(const std::vector<int64_t>& shape);
+
 struct TensorEntry {
   std::string name;
   DType dtype;

@@ -72,7 +72,7 @@ struct Registrar {
 #define LENSCHECK_MUTATION_CONCAT2(a, b) a##b
 #define LENSCHECK_MUTATION_CONCAT(a, b) LENSCHECK_MUTATION_CONCAT2(a, b)
 #define LENSCHECK_MUTATION(...) \
-  static const ::lenscheck::mutation::Registrar LENSCHECK_MUTATION_CONCAT(registrar_, __LINE__)(__VA_ARGS__)
+  static const ::lenscheck::mutation::Registrar LENSCHECK_MUTATION_CONCAT(registrar_, __COUNTER__)(__VA_ARGS__)
 
 // Building blocks for cases.
 // An equivalence whose reason holds on every model: the mutant must always survive.
