@@ -102,7 +102,7 @@ MutateResult run_mutations(const MutateInputs& in) {
   });
   r.setup_seconds = seconds_since(start);
 
-  const Context ctx{in.checkpoint, judge, runs, in.plan, in.plan_checkpoint};
+  const Context ctx{in.checkpoint, judge, runtime, runs, in.plan, in.plan_checkpoint};
   r.cases.resize(cases.size());
   parallel_for(cases.size(), in.threads, [&](size_t i) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -66,7 +66,7 @@ std::function<Outcome(const Context&)> runtime_fault(std::function<void(Stages&)
   return [replace](const Context& ctx) {
     Stages stages = runtime::shipped_stages();
     replace(stages);
-    const runtime::Encoder mutant(ctx.checkpoint.config, ctx.checkpoint.weights, 1, std::move(stages));
+    const runtime::Encoder mutant(ctx.runtime, std::move(stages));
     return gate(ctx, [&](const SentenceRun& run) { return mutant.forward(run.encoding); });
   };
 }

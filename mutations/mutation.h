@@ -12,6 +12,7 @@
 #include "model/checkpoint.h"
 #include "model/trace.h"
 #include "instrument/rows.h"
+#include "runtime/encoder.h"
 #include "runtime/kernels.h"
 #include "runtime/stages.h"
 
@@ -28,6 +29,7 @@ struct SentenceRun {
 struct Context {
   const Checkpoint& checkpoint;
   const Judge& judge;  // the gate, under the derived rule
+  const runtime::Encoder& runtime;  // the shipped runtime, whose packed weights the runtime faults share
   const std::vector<SentenceRun>& runs;
   const StudyPlan& plan;               // its recorded numbers catch faults in the rows
   const Checkpoint& plan_checkpoint;   // the plan's model

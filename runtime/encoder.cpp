@@ -112,10 +112,16 @@ void record_lenses(const Stages& stages, const Pass& pass, const LayerOf& layer,
 Encoder::Encoder(const BertConfig& config, const BertWeights& weights, unsigned threads, Stages stages)
     : config_(config), weights_(weights), stages_(std::move(stages)),
       workers_(std::make_unique<Workers>(std::max(1u, threads))) {
+  auto layers = std::make_shared<std::vector<PackedLayer>>();
   for (const LayerWeights& w : weights.layers)
-    packed_.push_back({packed(w.query_w), packed(w.key_w), packed(w.value_w), packed(w.attention_out_w),
+    layers->push_back({packed(w.query_w), packed(w.key_w), packed(w.value_w), packed(w.attention_out_w),
                        packed(w.intermediate_w), packed(w.output_w)});
+  packed_ = std::move(layers);
 }
+
+Encoder::Encoder(const Encoder& shipped, Stages stages)
+    : config_(shipped.config_), weights_(shipped.weights_), stages_(std::move(stages)), packed_(shipped.packed_),
+      workers_(std::make_unique<Workers>(1u)) {}
 
 Trace Encoder::forward(const Encoding& enc, Record record) const {
   const size_t T = enc.ids.size(), D = static_cast<size_t>(config_.hidden_size),
@@ -149,10 +155,10 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
   float* heads = everything ? scratch(Buffer::heads, T * D) : nullptr;
   float* scores = everything ? scratch(Buffer::scores, H * T * T) : nullptr;
   float* probs = lenses ? scratch(Buffer::probs, H * T * T) : nullptr;
-  for (size_t l = 0; l < packed_.size(); ++l) {
+  for (size_t l = 0; l < packed_->size(); ++l) {
     auto name = [l](LayerTensor t) { return trace_name(int(l), t); };
     const LayerWeights& w = weights_.layers[l];
-    const LayerOf layer{l, packed_.size(), w, packed_[l]};
+    const LayerOf layer{l, packed_->size(), w, (*packed_)[l]};
 
     stages_.project(pass, layer, x, q, k, v);
     // [T, H*Dh] -> [H, T, Dh] for the trace: the per-head layout both implementations share.
@@ -186,7 +192,7 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
     stages_.ffn_output(pass, layer, inter, out);
     for (size_t e = 0; e < T * D; ++e) out[e] += attention[e];
     stages_.layer_norm(pass, out, w.output_ln_g, w.output_ln_b);
-    if (l + 1 == packed_.size())
+    if (l + 1 == packed_->size())
       rec.last(name(LT::output), {t, d}, out);
     else
       rec(name(LT::output), {t, d}, out);
@@ -208,7 +214,7 @@ void Encoder::derive_lenses(Trace& trace) const {
     std::copy(t->values.begin(), t->values.end(), to.begin());
     return true;
   };
-  for (size_t l = 0; l < packed_.size(); ++l) {
+  for (size_t l = 0; l < packed_->size(); ++l) {
     const Tensor* value = trace.find(trace_name(int(l), LT::value));
     const Tensor* p = trace.find(trace_name(int(l), LT::probs));
     if (!value || !p || value->values.size() != T * D || p->values.size() != H * T * T)
@@ -221,7 +227,7 @@ void Encoder::derive_lenses(Trace& trace) const {
           v[tok * D + hh * pass.Dh + e] = static_cast<float>(value->values[(hh * T + tok) * pass.Dh + e]);
     std::copy(p->values.begin(), p->values.end(), probs.begin());
     // The residual lens also needs the layer's input and its pre-LayerNorm state.
-    const LayerOf layer{l, packed_.size(), weights_.layers[l], packed_[l]};
+    const LayerOf layer{l, packed_->size(), weights_.layers[l], (*packed_)[l]};
     const bool residual = floats(l == 0 ? kEmbeddingsOutput : trace_name(int(l) - 1, LT::output), x) &&
                           floats(trace_name(int(l), LT::attention_pre_norm), y);
     record_lenses(stages_, pass, layer, v.data(), probs.data(), residual ? x.data() : nullptr,

@@ -18,6 +18,9 @@ class Encoder {
   // and `calibrate` only.
   Encoder(const BertConfig& config, const BertWeights& weights, unsigned threads = 1,
           Stages stages = shipped_stages());
+  // The same model with other stages, on one thread: a mutant of `lenscheck mutate`, which shares the
+  // shipped encoder's packed weights instead of packing them again.
+  Encoder(const Encoder& shipped, Stages stages);
 
   // One sentence; Record::output skips the norms and lenses too.
   Trace forward(const Encoding& encoding, Record record = Record::everything) const;
@@ -34,7 +37,7 @@ class Encoder {
   BertConfig config_;
   const BertWeights& weights_;
   Stages stages_;
-  std::vector<PackedLayer> packed_;  // linear weights packed once, for the hot loops
+  std::shared_ptr<const std::vector<PackedLayer>> packed_;  // linear weights packed once, for the hot loops
   std::unique_ptr<Workers> workers_;
 };
 
