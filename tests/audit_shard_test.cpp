@@ -72,9 +72,9 @@ AuditResult merged(const StudyPlan& plan, const Checkpoint& ck, size_t shards, c
 }
 
 // Verdict, every count and maximum identical; the medians too, since a single run reads them from
-// the same histograms; and the reports byte for byte.
-void expect_merge_equals_single(const StudyPlan& plan, const fs::path& dir, const Checkpoint& ck = planted()) {
-  const AuditResult single = run_audit(plan, ck, 2);
+// the same histograms; and the reports byte for byte. `single` is run_audit(plan, ck).
+void expect_merge_equals_single(const StudyPlan& plan, const fs::path& dir, const Checkpoint& ck,
+                                const AuditResult& single) {
   write_audit_reports(single, dir / "single");
   for (size_t shards : {1, 2, 7}) {
     SCOPED_TRACE(fmt::format("{} shards", shards));
@@ -232,12 +232,13 @@ TEST(AuditMerge, EqualsTheSingleRunOnAGeneratedCorpusFor1And2And7Shards) {
   const fs::path dir = test::temp_dir("corpus");
   write_corpus(dir / "corpus.txt", kShownSentences + 7, 5);
   const StudyPlan plan = load_study_plan(corpus_plan(dir, dir / "corpus.txt"));
-  expect_merge_equals_single(plan, dir);
+  expect_merge_equals_single(plan, dir, planted(), run_audit(plan, planted(), 2));
 }
 
 // The registered plan: 14 sentences over 7 shards, with the recorded numbers re-derived.
 TEST(AuditMerge, EqualsTheSingleRunOnTheRegisteredPlanWithItsRecordedNumbers) {
-  expect_merge_equals_single(load_study_plan(kPlan), test::temp_dir("registered"));
+  const StudyPlan plan = load_study_plan(kPlan);
+  expect_merge_equals_single(plan, test::temp_dir("registered"), planted(), run_audit(plan, planted(), 2));
 }
 
 // The residual lens's plan on trained-mini, whose AttnResLn-N rows and mixing ratios spread over many buckets
@@ -245,11 +246,11 @@ TEST(AuditMerge, EqualsTheSingleRunOnTheRegisteredPlanWithItsRecordedNumbers) {
 TEST(AuditMerge, EqualsTheSingleRunOnTheResidualLayerNormPlanWithItsMixingRatios) {
   const StudyPlan plan = load_study_plan(test::source_dir() / "fixtures/studies/residual-layernorm-sink.yaml");
   const Checkpoint trained = load_checkpoint(test::fixture("trained-mini"));
-  const AuditResult single = run_audit(plan, trained);
+  const AuditResult single = run_audit(plan, trained, 2);
   ASSERT_EQ(single.mixing.size(), size_t(trained.config.num_hidden_layers));
   EXPECT_GT(single.mixing[0].residual_layernorm.buckets().size(), 10u);
   EXPECT_GT(single.context_shares.back().buckets().size(), 10u);
-  expect_merge_equals_single(plan, test::temp_dir("residual"), trained);
+  expect_merge_equals_single(plan, test::temp_dir("residual"), trained, single);
 }
 
 TEST(AuditMerge, RefusesPartialsOfAnotherPlanModelCorpusOrBuildAndMissingOrRepeatedShards) {
