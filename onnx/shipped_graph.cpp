@@ -9,7 +9,6 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <set>
 
 #include "model/error.h"
 #include "model/trace.h"
@@ -50,7 +49,7 @@ class GraphIndex {
   explicit GraphIndex(const onnx::GraphProto& g) : g_(g) {
     for (int i = 0; i < g.node_size(); ++i)
       for (const std::string& out : g.node(i).output()) producer_[out] = i;
-    for (const onnx::TensorProto& t : g.initializer()) constants_.insert(t.name());
+    for (const onnx::TensorProto& t : g.initializer()) initializers_.emplace(t.name(), &t);
   }
   const onnx::NodeProto* producer(const std::string& value) const {
     const auto it = producer_.find(value);
@@ -74,18 +73,17 @@ class GraphIndex {
   }
   bool constant(const std::string& value) const {
     const onnx::NodeProto* n = producer(value);
-    return constants_.count(value) || (n && n->op_type() == "Constant");
+    return initializers_.count(value) || (n && n->op_type() == "Constant");
   }
   const onnx::TensorProto* initializer(const std::string& value) const {
-    for (const onnx::TensorProto& t : g_.initializer())
-      if (t.name() == value) return &t;
-    return nullptr;
+    const auto it = initializers_.find(value);
+    return it == initializers_.end() ? nullptr : it->second;
   }
 
  private:
   const onnx::GraphProto& g_;
   std::map<std::string, int> producer_;
-  std::set<std::string> constants_;
+  std::map<std::string, const onnx::TensorProto*> initializers_;
 };
 
 // A linear layer as exporters write it: MatMul(x, W[in, out]) + b, or quantize_dynamic's
