@@ -15,7 +15,6 @@
 #include <string_view>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "model/error.h"
@@ -47,7 +46,6 @@ bool parse_dtype(const std::string& name, DType& out) {
 }
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
 
 // Element count of a shape, or false on overflow: the header is untrusted.
 bool checked_numel(const std::vector<int64_t>& shape, uint64_t& out) {
