@@ -17,9 +17,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Asan \
 # Tests labelled LENSCHECK_SANITIZE_EXCLUDE are left out; set it empty to sanitize them too. Default:
 # properties, the randomised suite, whose targets are roughly a fifth of the sanitized build time;
 # onnxruntime, whose nine runs of the candidate spend 370 s of sanitized CPU time mostly in Node and
-# ONNX Runtime, not in lenscheck; install, which checks the installed layout and paths, 60 s sanitized
-# for verify, audit and ONNX Runtime runs that verify_e2e_test and audit_test already run sanitized
-# (the unsanitized ctest of scripts/test.sh runs all three).
+# ONNX Runtime, not in lenscheck; install, which checks the installed layout and paths: 60 s sanitized,
+# for a verify and an audit whose code verify_e2e_test and audit_test run sanitized, and an ONNX Runtime
+# run, left out for the reason above (the unsanitized ctest of scripts/test.sh runs all three).
 exclude=${LENSCHECK_SANITIZE_EXCLUDE-properties|onnxruntime|install}
 select=()
 [ -z "$exclude" ] || select=(-LE "$exclude")
