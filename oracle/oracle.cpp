@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -23,7 +24,7 @@ using LT = LayerTensor;
 
 torch::Tensor to_torch(const Param& p, torch::Dtype dtype) {
   auto t = torch::from_blob(const_cast<float*>(p.values.data()), p.shape, torch::kFloat32);
-  return t.to(dtype, /*non_blocking=*/false, /*copy=*/true);  // the oracle owns its weights, fp32 too
+  return t.to(dtype, /*non_blocking=*/false, /*copy=*/true);  // the oracle owns these weights, fp32 too
 }
 
 Tensor to_trace(const torch::Tensor& t) {
@@ -33,21 +34,17 @@ Tensor to_trace(const torch::Tensor& t) {
   return out;
 }
 
+// Which way a rounding probe of `seed` moves the stored value number `index` (one draw per value): up
+// where that draw is odd.
+bool probe_up(uint64_t seed, uint64_t index) {
+  SeededRng draw(seed);
+  draw.skip(index);
+  return draw.next() & 1;
+}
+
 struct TorchLayer {
   torch::Tensor wq, bq, wk, bk, wv, bv, wo, bo, ln1_g, ln1_b, wi, bi, wo2, bo2, ln2_g, ln2_b;
 };
-
-// Every parameter moved one float step, up or down as `seed` draws.
-BertWeights rounding_perturbed(const BertConfig& config, const BertWeights& weights, uint64_t seed) {
-  BertWeights out = weights;
-  SeededRng rng(seed);
-  for_each_param(config, out, [&](const std::string&, Param& p, const std::vector<int64_t>&) {
-    for (float& w : p.values)
-      w = std::nextafter(w, rng.next() & 1 ? std::numeric_limits<float>::infinity()
-                                           : -std::numeric_limits<float>::infinity());
-  });
-  return out;
-}
 
 // The spacing of `f` at x, element by element, as round_to (model/arithmetic.h) takes it: 2^(e - digits
 // + 1), with e = frexp's exponent - 1 clamped at the smallest normal one. `exponent` is frexp's, less 1.
@@ -105,7 +102,13 @@ struct Oracle::Impl {
   BertConfig config;
   torch::Dtype dtype;
   uint64_t rounding_probe = 0;  // 0: none
-  torch::Tensor word, position, token_type, ln_g, ln_b;
+  // The word embedding table is borrowed, not held converted: it is most of a small model's parameters
+  // (7.8 M of bert-mini's 11 M) and a sentence reads a few dozen of its rows. word_value gives one entry
+  // as the oracle holds its weights (converted, rounded, probe-stepped) from the table's value and its
+  // index, which is also the number of its probe's draw.
+  const Param* word_table = nullptr;
+  std::function<double(float value, uint64_t index)> word_value;
+  torch::Tensor position, token_type, ln_g, ln_b;
   std::vector<TorchLayer> layers;
   // Simulated arithmetic (computing_in, recomputing_in): where the scheme rounds, and to what.
   std::optional<Arithmetic> simulated;
@@ -116,6 +119,19 @@ struct Oracle::Impl {
                            const torch::Tensor& b) const {
     return F::layer_norm(x, F::LayerNormFuncOptions({config.hidden_size})
                                 .weight(g).bias(b).eps(config.layer_norm_eps));
+  }
+
+  // The rows of the word embedding table that `ids` name, in the oracle's dtype.
+  torch::Tensor word_rows(const std::vector<int64_t>& ids) const {
+    const int64_t D = config.hidden_size, rows = word_table->shape[0];
+    auto out = torch::empty({int64_t(ids.size()), D}, torch::kFloat64);
+    double* o = out.data_ptr<double>();
+    for (const int64_t id : ids) {
+      if (id < 0 || id >= rows)
+        throw std::out_of_range(fmt::format("input id {} is outside the word embedding table's {} rows", id, rows));
+      for (int64_t i = id * D; i < (id + 1) * D; ++i) *o++ = word_value(word_table->values[size_t(i)], uint64_t(i));
+    }
+    return out.to(dtype);
   }
 
   torch::Tensor activation(const torch::Tensor& x) const {
@@ -151,9 +167,7 @@ Oracle::Oracle() : impl_(std::make_unique<Impl>()) {}
 Oracle::Oracle(const BertConfig& config, const BertWeights& w, Precision precision, uint64_t rounding_probe)
     : impl_(std::make_unique<Impl>()) {
   impl_->rounding_probe = rounding_probe;
-  translating_torch_errors(oracle_name(precision), "load the weights", [&] {
-    load(config, rounding_probe ? rounding_perturbed(config, w, rounding_probe) : w, precision);
-  });
+  translating_torch_errors(oracle_name(precision), "load the weights", [&] { load(config, w, precision); });
 }
 
 Oracle Oracle::computing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic,
@@ -218,8 +232,8 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
   // One draw per stored value, in the order they are stored below: the probe's direction for each.
   SeededRng rng(m.rounding_probe);
   auto draws = [&](const torch::Tensor& like) { return random_directions(rng, like); };
-  // Element by element (round_to and step_in, which rounded and stepped follow): the word embedding
-  // table alone is millions of values, too many for a dozen whole-table temporaries per oracle.
+  // Element by element (round_to and step_in, which rounded and stepped follow): a BERT-base layer is
+  // millions of values, too many for a dozen whole-layer temporaries per oracle.
   auto stored = [&](const Param& p, const FloatFormat& f) {
     auto x = torch::empty(p.shape, torch::kFloat64);
     double* out = x.data_ptr<double>();
@@ -249,7 +263,13 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     l.scales = torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64);
     return l;
   };
-  m.word = stored(w.word_embeddings, values);
+  // The word table's entries, the first values stored, are rounded and stepped as `stored` does, when read.
+  m.word_table = &w.word_embeddings;
+  m.word_value = [f = values, probe = m.rounding_probe](float value, uint64_t index) {
+    const double v = f.digits < kBinary32.digits ? round_to(f, value) : value;
+    return probe ? step_in(f, v, probe_up(probe, index)) : v;
+  };
+  rng.skip(w.word_embeddings.values.size());
   m.position = stored(w.position_embeddings, values);
   m.token_type = stored(w.token_type_embeddings, values);
   m.ln_g = stored(w.embeddings_ln_g, values);
@@ -275,13 +295,26 @@ void Oracle::load(const BertConfig& config, const BertWeights& w, Precision prec
   Impl& m = *impl_;
   m.config = config;
   m.dtype = precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32;
-  m.word = to_torch(w.word_embeddings, m.dtype);
-  m.position = to_torch(w.position_embeddings, m.dtype);
-  m.token_type = to_torch(w.token_type_embeddings, m.dtype);
-  m.ln_g = to_torch(w.embeddings_ln_g, m.dtype);
-  m.ln_b = to_torch(w.embeddings_ln_b, m.dtype);
+  // A rounding probe moves every parameter one float step, up or down as its draw says: one draw per
+  // value, in for_each_param's order (model/checkpoint.h), the word table's first.
+  const float inf = std::numeric_limits<float>::infinity();
+  m.word_table = &w.word_embeddings;
+  m.word_value = [probe = m.rounding_probe, inf](float value, uint64_t index) {
+    return double(probe ? std::nextafter(value, probe_up(probe, index) ? inf : -inf) : value);
+  };
+  SeededRng rng(m.rounding_probe);
+  rng.skip(w.word_embeddings.values.size());
+  auto t = [&](const Param& p) {
+    if (!m.rounding_probe) return to_torch(p, m.dtype);
+    Param moved = p;
+    for (float& v : moved.values) v = std::nextafter(v, rng.next() & 1 ? inf : -inf);
+    return to_torch(moved, m.dtype);
+  };
+  m.position = t(w.position_embeddings);
+  m.token_type = t(w.token_type_embeddings);
+  m.ln_g = t(w.embeddings_ln_g);
+  m.ln_b = t(w.embeddings_ln_b);
   for (const LayerWeights& L : w.layers) {
-    auto t = [&](const Param& p) { return to_torch(p, m.dtype); };
     m.layers.push_back({t(L.query_w), t(L.query_b), t(L.key_w), t(L.key_b), t(L.value_w),
                         t(L.value_b), t(L.attention_out_w), t(L.attention_out_b),
                         t(L.attention_ln_g), t(L.attention_ln_b), t(L.intermediate_w),
@@ -366,8 +399,7 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
   trace.tokens = enc.tokens;
   trace.word_ids = enc.word_ids;
 
-  const auto ids = torch::tensor(enc.ids, torch::kInt64);
-  auto x = F::embedding(ids, m.word) + m.position.slice(0, 0, T) + m.token_type[0];
+  auto x = m.word_rows(enc.ids) + m.position.slice(0, 0, T) + m.token_type[0];
   // The rounding probe moves every LayerNorm output one float step, up or down at random: rounding-sized
   // noise in every row, which breaks the exact ties a collapsed model's identical rows have in fp64
   // and in libtorch alike, and which a runtime that rounds elsewhere does not keep.
@@ -489,10 +521,9 @@ class Oracle::SimulatedPass {
 
   Trace run() && {
     torch::NoGradGuard no_grad;
-    const auto ids = torch::tensor(enc_.ids, torch::kInt64);
     // As BertEmbeddings adds them: word + token type, then + position.
     Value x = finish_norm(kEmbeddingsOutput,
-                          op(arith(op(arith(F::embedding(ids, m_.word)) + arith(m_.token_type[0]))) +
+                          op(arith(op(arith(m_.word_rows(enc_.ids)) + arith(m_.token_type[0]))) +
                              arith(m_.position.slice(0, 0, T_))),
                           m_.ln_g, m_.ln_b);
     std::string x_name = kEmbeddingsOutput;

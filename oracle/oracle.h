@@ -25,6 +25,8 @@ class Oracle {
  public:
   // `rounding_probe` non-zero: every parameter and every LayerNorm output moved one float step, up or
   // down as that seed draws (the derived gate's sensitivity probe, gate/verify.h); 0: the model as it is.
+  // Every oracle borrows `weights.word_embeddings`, reading only the rows a sentence names: `weights`
+  // must outlive it.
   Oracle(const BertConfig& config, const BertWeights& weights, Precision precision, uint64_t rounding_probe = 0);
 
   // libtorch computing in `arithmetic`: fp32 is libtorch's own fp32 (the constructor above). The others
