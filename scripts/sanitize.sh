@@ -23,10 +23,12 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Asan \
 exclude=${LENSCHECK_SANITIZE_EXCLUDE-properties|onnxruntime|install}
 select=()
 [ -z "$exclude" ] || select=(-LE "$exclude")
-# The test binaries (one per folder: lenscheck_tests, and lenscheck_properties unless the properties are
-# left out) and the CLI they drive; the fixture, install and layering tests are CMake scripts.
+# The CLI and the test binaries of the tests that run: lenscheck_tests, and lenscheck_properties and
+# lenscheck_onnxruntime_tests unless their label is left out. The fixture, install and layering tests
+# are CMake scripts.
 binaries=(lenscheck lenscheck_tests)
 [[ "|$exclude|" == *"|properties|"* ]] || binaries+=(lenscheck_properties)
+[[ "|$exclude|" == *"|onnxruntime|"* ]] || binaries+=(lenscheck_onnxruntime_tests)
 cmake --build build-asan --target "${binaries[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:strict_string_checks=1
