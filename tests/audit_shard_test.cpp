@@ -296,7 +296,7 @@ TEST(AuditMerge, RefusesPartialsOfAnotherPlanModelCorpusOrBuildAndMissingOrRepea
 // run's reports and exit code.
 TEST(AuditMerge, CliFaultsLeaveNoPartialAndARerunReplacesIt) {
   const fs::path dir = test::temp_dir("cli");
-  write_corpus(dir / "corpus.txt", 30, 5);
+  write_corpus(dir / "corpus.txt", 15, 5);
   // Sentence 4 (shard 1 of 3) is too long for the model: shard 1 fails on it.
   std::string corpus = test::read_file(dir / "corpus.txt");
   std::string too_long;

@@ -109,8 +109,11 @@ TEST(Mutate, AWeakenedToleranceFileLetsANamedMutantSurvive) {
   ASSERT_NE(at, std::string::npos);
   weak.insert(at + std::string("  rules:\n").size(), "    - {pattern: \"*\", k: 1.0e9}\n");
   test::write_file(dir / "weak.yaml", weak);
+  // One sentence: the mutant moves every embedding, so any sentence shows it (reports/mutate.md: the
+  // first kills it).
+  test::write_file(dir / "one.yaml", "sentences:\n  - id: scissors\n    text: \"The nurse handed the doctor the scissors.\"\n");
   const std::string args = " --model '" + test::bert_mini().string() + "' --sentences '" +
-                           test::sentences_file().string() + "' --plan '" +
+                           (dir / "one.yaml").string() + "' --plan '" +
                            (test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml").string() + "'";
   auto r = test::run_cli("mutate --only layer-norm-eps-1e-5 --tolerances '" + (dir / "weak.yaml").string() + "'" + args);
   EXPECT_EQ(r.exit_code, 1) << r.output;
