@@ -42,6 +42,19 @@ bool probe_up(uint64_t seed, uint64_t index) {
   return draw.next() & 1;
 }
 
+// A parameter as a probe of Oracle::load moves it: one float step, up or down.
+float probe_step(float value, bool up) {
+  const float inf = std::numeric_limits<float>::infinity();
+  return std::nextafter(value, up ? inf : -inf);
+}
+
+// A parameter as load_simulated stores it in `f`: rounded to f where f is coarser than the checkpoint's
+// fp32, then, under a probe, moved one step of f, up or down.
+double stored_in(const FloatFormat& f, float value, bool probe, bool up) {
+  const double v = f.digits < kBinary32.digits ? round_to(f, value) : value;
+  return probe ? step_in(f, v, up) : v;
+}
+
 struct TorchLayer {
   torch::Tensor wq, bq, wk, bk, wv, bv, wo, bo, ln1_g, ln1_b, wi, bi, wo2, bo2, ln2_g, ln2_b;
 };
@@ -237,11 +250,8 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
   auto stored = [&](const Param& p, const FloatFormat& f) {
     auto x = torch::empty(p.shape, torch::kFloat64);
     double* out = x.data_ptr<double>();
-    const bool coarser = f.digits < kBinary32.digits;  // a checkpoint's weights are fp32's values already
-    for (size_t i = 0; i < p.values.size(); ++i) {
-      const double v = coarser ? round_to(f, p.values[i]) : p.values[i];
-      out[i] = m.rounding_probe ? step_in(f, v, rng.next() & 1) : v;
-    }
+    for (size_t i = 0; i < p.values.size(); ++i)
+      out[i] = stored_in(f, p.values[i], m.rounding_probe, m.rounding_probe && (rng.next() & 1));
     return x;
   };
   auto linear = [&](const Param& weight, const Param& bias) {
@@ -266,8 +276,7 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
   // The word table's entries, the first values stored, are rounded and stepped as `stored` does, when read.
   m.word_table = &w.word_embeddings;
   m.word_value = [f = values, probe = m.rounding_probe](float value, uint64_t index) {
-    const double v = f.digits < kBinary32.digits ? round_to(f, value) : value;
-    return probe ? step_in(f, v, probe_up(probe, index)) : v;
+    return stored_in(f, value, probe, probe && probe_up(probe, index));
   };
   rng.skip(w.word_embeddings.values.size());
   m.position = stored(w.position_embeddings, values);
@@ -297,17 +306,16 @@ void Oracle::load(const BertConfig& config, const BertWeights& w, Precision prec
   m.dtype = precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32;
   // A rounding probe moves every parameter one float step, up or down as its draw says: one draw per
   // value, in for_each_param's order (model/checkpoint.h), the word table's first.
-  const float inf = std::numeric_limits<float>::infinity();
   m.word_table = &w.word_embeddings;
-  m.word_value = [probe = m.rounding_probe, inf](float value, uint64_t index) {
-    return double(probe ? std::nextafter(value, probe_up(probe, index) ? inf : -inf) : value);
+  m.word_value = [probe = m.rounding_probe](float value, uint64_t index) {
+    return double(probe ? probe_step(value, probe_up(probe, index)) : value);
   };
   SeededRng rng(m.rounding_probe);
   rng.skip(w.word_embeddings.values.size());
   auto t = [&](const Param& p) {
     if (!m.rounding_probe) return to_torch(p, m.dtype);
     Param moved = p;
-    for (float& v : moved.values) v = std::nextafter(v, rng.next() & 1 ? inf : -inf);
+    for (float& v : moved.values) v = probe_step(v, rng.next() & 1);
     return to_torch(moved, m.dtype);
   };
   m.position = t(w.position_embeddings);
