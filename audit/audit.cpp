@@ -352,8 +352,8 @@ AuditShard AuditShard::parse(const std::string& text) {
   return shard;
 }
 
-AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard shard, unsigned threads,
-                         const RowEdit& row_edit, const AuditProgress& progress) {
+AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard shard, const AuditOptions& options) {
+  const auto& [threads, row_edit, progress, shown_sentences] = options;
   // The executable's own hash names the build: shards from two builds of the same commit may differ.
   static const std::string build_sha256 = sha256_file("/proc/self/exe");
   AuditPartial p(plan);
@@ -435,7 +435,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
     });
     for (size_t i = 0; i < sentences.size(); ++i) {
       ++p.sentences;
-      const bool shown = ordinals[i] < kShownSentences;
+      const bool shown = ordinals[i] < shown_sentences;
       for (AuditRow& row : rows[i]) {
         p.tally.add(row);
         if (named.count(row.sentence)) p.named_rows.push_back(row);
@@ -537,9 +537,8 @@ AuditResult merge_audit(const StudyPlan& plan, std::vector<AuditPartial> partial
   return merge.finish();
 }
 
-AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, unsigned threads, const RowEdit& row_edit,
-                      const AuditProgress& progress) {
-  return merge_audit(plan, {audit_shard(plan, ck, AuditShard{}, threads, row_edit, progress)});
+AuditResult run_audit(const StudyPlan& plan, const Checkpoint& ck, const AuditOptions& options) {
+  return merge_audit(plan, {audit_shard(plan, ck, AuditShard{}, options)});
 }
 
 }  // namespace lenscheck

@@ -145,8 +145,8 @@ struct AuditResult {
   std::string plan_sha256, model_sha256, sentences_sha256, recorded_sha256, version;
   std::string model_dir, model_generator;
   size_t sentences = 0;
-  // The rows of the first kShownSentences sentences, for the report; the statistics, criteria and
-  // ratio summaries count every row of every sentence.
+  // The rows of the first AuditOptions::shown_sentences sentences, for the report; the statistics,
+  // criteria and ratio summaries count every row of every sentence.
   std::vector<AuditRow> rows;
   size_t total_rows = 0;
   std::vector<LensStats> stats;  // plan.lenses order
@@ -167,8 +167,6 @@ struct AuditResult {
   bool abandon() const;
   bool recorded_hold() const;
 };
-
-inline constexpr size_t kShownSentences = 200;
 
 // Folds rows and ratios into the statistics the verdict reads, in bounded size: counts, maxima,
 // histograms; no row. Tallies of disjoint sets of sentences merge into the tally of their union,
@@ -221,11 +219,20 @@ struct AuditPartial {
   std::vector<NormRatio> shown_ratios;
 };
 
+// How an audit runs; none of it changes a statistic, criterion or verdict.
+struct AuditOptions {
+  unsigned threads = 1;
+  RowEdit row_edit = {};  // for `lenscheck mutate` only
+  AuditProgress progress = {};
+  // The report shows the rows of the corpus's first sentences, this many (every row counts in the
+  // statistics). A parameter so that tests reach a corpus longer than it with a few sentences.
+  size_t shown_sentences = 200;
+};
+
 // Streams the shard's sentences through the runtime a batch at a time, so memory stays flat in the
-// number of sentences. `row_edit` is for `lenscheck mutate` only.
+// number of sentences.
 AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& checkpoint, AuditShard shard,
-                         unsigned threads = 1, const RowEdit& row_edit = {},
-                         const AuditProgress& progress = {});
+                         const AuditOptions& options = {});
 
 // Merges the partials of every shard, one at a time, into the result a single run gives: it holds
 // the merged tally and the shown rows, never a partial once added, so memory does not grow with the
@@ -251,8 +258,7 @@ class AuditMerge {
 AuditResult merge_audit(const StudyPlan& plan, std::vector<AuditPartial> partials);
 
 // The whole plan as one shard: merge_audit of audit_shard 0/1.
-AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint, unsigned threads = 1,
-                      const RowEdit& row_edit = {}, const AuditProgress& progress = {});
+AuditResult run_audit(const StudyPlan& plan, const Checkpoint& checkpoint, const AuditOptions& options = {});
 
 // The verdict logic alone, over rows already in result.rows (tests feed hand-made rows).
 void summarise_audit(AuditResult& result);

@@ -96,11 +96,13 @@ std::string worsening_clause(const LensStats& l) {
   return s;
 }
 
-// "every row", or "the 2460 rows of the first 200 sentences" when a corpus is larger.
+// "every row", or "the 2460 rows of the first 200 sentences" when a corpus is larger (the rows are in
+// corpus order, and every sentence has a row).
 std::string shown_rows(const AuditResult& r) {
   return r.rows.size() == r.total_rows
              ? "every row"
-             : fmt::format("the {} rows of the first {} sentences", r.rows.size(), kShownSentences);
+             : fmt::format("the {} rows of the first {} sentences", r.rows.size(),
+                           r.rows.empty() ? 0 : r.rows.back().ordinal + 1);
 }
 
 // A generous width for sans-serif text: 0.6 em per character (UTF-8 continuation bytes not counted),

@@ -53,10 +53,10 @@ Command add_audit(CLI::App& app, const Shared& shared) {
               }
             };
             if (o->partial.empty())
-              return report_audit(run_audit(plan, ck, shared.threads, {}, progress),
+              return report_audit(run_audit(plan, ck, {.threads = shared.threads, .progress = progress}),
                                   report_folder(o->out, plan));
             const AuditShard k = AuditShard::parse(o->shard);
-            const AuditPartial p = audit_shard(plan, ck, k, shared.threads, {}, progress);
+            const AuditPartial p = audit_shard(plan, ck, k, {.threads = shared.threads, .progress = progress});
             write_partial(p, o->partial);
             fmt::print("audit: shard {} ({} of {} sentences) wrote {}\n", k.label(), p.sentences, p.corpus_sentences,
                        o->partial);

@@ -83,7 +83,7 @@ std::function<Outcome(const Context&)> weights_fault(std::function<void(BertWeig
 std::function<Outcome(const Context&)> row_fault(RowEdit edit) {
   return [edit](const Context& ctx) {
     if (!ctx.plan.recorded) return Outcome{false, "", "the plan records no numbers to check the rows against"};
-    const AuditResult r = run_audit(ctx.plan, ctx.plan_checkpoint, 1, edit);
+    const AuditResult r = run_audit(ctx.plan, ctx.plan_checkpoint, {.row_edit = edit});
     for (const RecordedCheck& c : r.recorded)
       if (!c.problem.empty())
         return Outcome{true, fmt::format("recorded {} {} ({})", c.number.sentence, c.number.word, lens_name(c.number.lens)),

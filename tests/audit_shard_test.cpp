@@ -61,24 +61,26 @@ void expect_same_ratio(const RatioSummary& a, const RatioSummary& b) {
 }
 
 // The partials of `shards` shards, each written to a file and read back, merged.
-AuditResult merged(const StudyPlan& plan, const Checkpoint& ck, size_t shards, const fs::path& dir) {
+AuditResult merged(const StudyPlan& plan, const Checkpoint& ck, size_t shards, const fs::path& dir,
+                   const AuditOptions& options) {
   std::vector<AuditPartial> partials;
   for (size_t k = shards; k-- > 0;) {  // in reverse: merge does not depend on the order
     const fs::path file = dir / fmt::format("shard-{}-of-{}.json", k, shards);
-    write_partial(audit_shard(plan, ck, {k, shards}), file);
+    write_partial(audit_shard(plan, ck, {k, shards}, options), file);
     partials.push_back(read_partial(plan, file));
   }
   return merge_audit(plan, partials);
 }
 
 // Verdict, every count and maximum identical; the medians too, since a single run reads them from
-// the same histograms; and the reports byte for byte. `single` is run_audit(plan, ck).
+// the same histograms; and the reports byte for byte. `single` is run_audit(plan, ck) on two threads with
+// the shards' shown_sentences; the shards run on one.
 void expect_merge_equals_single(const StudyPlan& plan, const fs::path& dir, const Checkpoint& ck,
-                                const AuditResult& single) {
+                                const AuditResult& single, const AuditOptions& options = {}) {
   write_audit_reports(single, dir / "single");
   for (size_t shards : {1, 2, 7}) {
     SCOPED_TRACE(fmt::format("{} shards", shards));
-    const AuditResult m = merged(plan, ck, shards, dir);
+    const AuditResult m = merged(plan, ck, shards, dir, options);
     EXPECT_EQ(m.abandon(), single.abandon());
     EXPECT_EQ(m.recorded_hold(), single.recorded_hold());
     EXPECT_EQ(m.sentences, single.sentences);
@@ -226,19 +228,22 @@ TEST(AuditShard, ParsesKOverNAndSharesRoundRobin) {
     EXPECT_THROW(AuditShard::parse(bad), InputError) << bad;
 }
 
-// A corpus longer than the shown sentences: the shown rows come from every shard, and so, one
-// sentence each over 7 shards, do the rows past them.
+// A corpus longer than the shown sentences (12 here, where the CLI shows 200): the shown rows come from
+// every shard, and so, one sentence each over 7 shards, do the rows past them.
 TEST(AuditMerge, EqualsTheSingleRunOnAGeneratedCorpusFor1And2And7Shards) {
   const fs::path dir = test::temp_dir("corpus");
-  write_corpus(dir / "corpus.txt", kShownSentences + 7, 5);
+  const AuditOptions options{.shown_sentences = 12};
+  write_corpus(dir / "corpus.txt", options.shown_sentences + 7, 5);
   const StudyPlan plan = load_study_plan(corpus_plan(dir, dir / "corpus.txt"));
-  expect_merge_equals_single(plan, dir, planted(), run_audit(plan, planted(), 2));
+  expect_merge_equals_single(plan, dir, planted(), run_audit(plan, planted(), {.threads = 2, .shown_sentences = 12}),
+                             options);
+  EXPECT_NE(test::read_file(dir / "single/audit.md").find("rows of the first 12 sentences"), std::string::npos);
 }
 
 // The registered plan: 14 sentences over 7 shards, with the recorded numbers re-derived.
 TEST(AuditMerge, EqualsTheSingleRunOnTheRegisteredPlanWithItsRecordedNumbers) {
   const StudyPlan plan = load_study_plan(kPlan);
-  expect_merge_equals_single(plan, test::temp_dir("registered"), planted(), run_audit(plan, planted(), 2));
+  expect_merge_equals_single(plan, test::temp_dir("registered"), planted(), run_audit(plan, planted(), {.threads = 2}));
 }
 
 // The residual lens's plan on trained-mini, whose AttnResLn-N rows and mixing ratios spread over many buckets
@@ -246,7 +251,7 @@ TEST(AuditMerge, EqualsTheSingleRunOnTheRegisteredPlanWithItsRecordedNumbers) {
 TEST(AuditMerge, EqualsTheSingleRunOnTheResidualLayerNormPlanWithItsMixingRatios) {
   const StudyPlan plan = load_study_plan(test::source_dir() / "fixtures/studies/residual-layernorm-sink.yaml");
   const Checkpoint trained = load_checkpoint(test::fixture("trained-mini"));
-  const AuditResult single = run_audit(plan, trained, 2);
+  const AuditResult single = run_audit(plan, trained, {.threads = 2});
   ASSERT_EQ(single.mixing.size(), size_t(trained.config.num_hidden_layers));
   EXPECT_GT(single.mixing[0].residual_layernorm.buckets().size(), 10u);
   EXPECT_GT(single.context_shares.back().buckets().size(), 10u);

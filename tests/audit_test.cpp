@@ -561,7 +561,8 @@ TEST(AuditRun, CliExitCodesFollowTheVerdict) {
 
 TEST(AuditRun, ACorpusStreamsInBatchesCountsEveryRowAndShowsTheFirstSentences) {
   const auto dir = test::temp_dir("corpus");
-  const size_t n = kShownSentences + 50;
+  // 40 sentences shown (the CLI shows 200) of 90: three batches of 32 on one thread, two of 64 on two.
+  const size_t shown_sentences = 40, n = shown_sentences + 50;
   write_corpus(dir / "corpus.txt", n, 7);
   test::write_file(dir / "corpus.txt", test::read_file(dir / "corpus.txt") + "\n   \n");  // blank lines are skipped
   StudyPlan plan = load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml");
@@ -569,8 +570,9 @@ TEST(AuditRun, ACorpusStreamsInBatchesCountsEveryRowAndShowsTheFirstSentences) {
   plan.recorded.reset();
 
   std::vector<std::pair<size_t, size_t>> progress;
-  const AuditResult one = run_audit(plan, planted(), 1, {},
-                                    [&](size_t done, size_t total) { progress.emplace_back(done, total); });
+  const AuditResult one =
+      run_audit(plan, planted(), {.progress = [&](size_t done, size_t total) { progress.emplace_back(done, total); },
+                                  .shown_sentences = shown_sentences});
   EXPECT_EQ(one.sentences, n);
   ASSERT_FALSE(progress.empty());
   EXPECT_EQ(progress.back(), std::make_pair(n, n));
@@ -581,17 +583,17 @@ TEST(AuditRun, ACorpusStreamsInBatchesCountsEveryRowAndShowsTheFirstSentences) {
   for (size_t i = 0; i < n; ++i) {
     const size_t words = tokenizer.encode(generated_sentence(7, i), 512).words.size();
     rows += words;
-    if (i < kShownSentences) shown += words;
+    if (i < shown_sentences) shown += words;
   }
   EXPECT_EQ(one.total_rows, rows);
   EXPECT_EQ(one.stats[0].rows, rows);
   EXPECT_EQ(one.rows.size(), shown);
   EXPECT_EQ(one.rows.front().sentence, "line-1");
-  EXPECT_EQ(one.ratios.size(), kShownSentences * 16);
+  EXPECT_EQ(one.ratios.size(), shown_sentences * 16);
   EXPECT_EQ(one.cls_value.count, n * 16);
 
   // Two threads take batches twice as large; the fold in sentence order gives the same numbers.
-  const AuditResult two = run_audit(plan, planted(), 2);
+  const AuditResult two = run_audit(plan, planted(), {.threads = 2, .shown_sentences = shown_sentences});
   for (size_t li = 0; li < one.stats.size(); ++li) {
     EXPECT_EQ(one.stats[li].median, two.stats[li].median);
     EXPECT_EQ(one.stats[li].worst.where, two.stats[li].worst.where);
