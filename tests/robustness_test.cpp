@@ -494,12 +494,13 @@ TEST(OracleOutOfMemory, AnOracleThatDoesNotFitIsBadInputNamingWhatFailedNotACras
   GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: no address-space limit leaves it room";
 #endif
   // BERT-base's shape under an address-space limit: the fp32 and fp64 oracles need some 1.3 GB beside
-  // the checkpoint; where the limit bites depends on libtorch's own mappings, so several are tried.
+  // the checkpoint; where the limit bites depends on libtorch's own mappings, so several are tried. One
+  // sentence: the weights are what take the memory (a sentence's activations are a few MB).
   for (const char* limit : {"2000000000", "3000000000", "4000000000"}) {
     const test::CommandResult r =
         test::run_cli("verify --model " + quoted(test::fixture("bert-base-shape")) + " --tolerances " +
                           quoted(test::source_dir() / "fixtures/tolerances.yaml") + " --sentences " +
-                          quoted(test::source_dir() / "fixtures/sentences.yaml"),
+                          quoted(one_sentence()),
                       std::string("prlimit --as=") + limit + " ");
     if (r.exit_code == 0) continue;  // it fitted: a machine whose libtorch maps less
     EXPECT_EQ(r.exit_code, 2) << limit << ": " << r.output;
