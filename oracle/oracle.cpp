@@ -391,6 +391,39 @@ class ResidualLensBlocks {
   std::vector<torch::Tensor> residual_norm_, layernorm_norm_, ratio_attention_, ratio_residual_, ratio_layernorm_;
 };
 
+// Layer `layer`'s lenses from its probabilities alpha [H, T, T], values v [H, T, Dh], input x and
+// pre-LayerNorm state: Kobayashi et al. 2020's, with f(x) = v W_O[h] (the head's slice of the output
+// dense weight, no b_O), and where `record` keeps them 2021's residual ones.
+void add_lenses(Trace& trace, int layer, Record record, const torch::Tensor& alpha, const torch::Tensor& v,
+                const TorchLayer& L, const torch::Tensor& x, const torch::Tensor& pre_norm, double eps) {
+  auto name = [layer](LayerTensor t) { return trace_name(layer, t); };
+  const bool everything = record == Record::everything;
+  const int64_t H = v.size(0), T = v.size(1), Dh = v.size(2), D = H * Dh;
+  const auto value_norm = torch::linalg::vector_norm(v, 2, {-1}, false, {});  // [H, T]
+  trace.add(name(LT::value_norm), to_trace(value_norm));
+  const auto wo_heads = L.wo.view({D, H, Dh}).permute({1, 2, 0});  // [H, Dh, D]
+  const auto fx = torch::bmm(v, wo_heads);                        // [H, T, D]
+  const auto transformed_norm = torch::linalg::vector_norm(fx, 2, {-1}, false, {});  // [H, T]
+  trace.add(name(LT::transformed_norm), to_trace(transformed_norm));
+  trace.add(name(LT::lens_value_norm), to_trace(alpha * value_norm.unsqueeze(1)));
+  trace.add(name(LT::lens_transformed_norm), to_trace(alpha * transformed_norm.unsqueeze(1)));
+  if (!keeps_residual_lens(record)) return;
+  // ||sum_h alpha_h[i, j] f_h(x_j)|| for a block of query rows at a time: the whole
+  // [T, T, D] would take 512 MiB at T = 512 in fp64; blocks keep it to about 32 MiB.
+  const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));
+  std::vector<torch::Tensor> summed;
+  ResidualLensBlocks residual(x, pre_norm, L.ln1_g, eps);
+  for (int64_t i = 0; i < T; i += block) {
+    const auto terms = torch::einsum("hij,hjd->ijd", {alpha.slice(1, i, std::min(T, i + block)), fx});
+    if (everything) summed.push_back(torch::linalg::vector_norm(terms, 2, {-1}, false, {}));
+    residual.add(terms, i);
+  }
+  if (everything) trace.add(name(LT::lens_summed_transformed_norm), to_trace(torch::cat(summed)));
+  // Record::instrument_residual keeps AttnResLn-N and the mixing ratios; AttnRes-N is the whole trace's.
+  for (const auto& [tensor, values] : residual.results())
+    if (everything || tensor != LT::lens_residual_norm) trace.add(name(tensor), to_trace(values));
+}
+
 }  // namespace
 
 Trace Oracle::run(const Encoding& enc, Record record) const {
@@ -463,32 +496,7 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
       const auto alpha = probs.squeeze(0);  // [H, T, T]
       trace.add(name(LT::probs), to_trace(alpha));
       if (everything) trace.add(name(LT::attention_output), to_trace(attention));
-
-      // Kobayashi et al. 2020: f(x) = v W_O[h], the head's slice of the output dense weight, no b_O.
-      const auto value_norm = torch::linalg::vector_norm(v, 2, {-1}, false, {});  // [H, T]
-      trace.add(name(LT::value_norm), to_trace(value_norm));
-      const auto wo_heads = L.wo.view({D, H, Dh}).permute({1, 2, 0});  // [H, Dh, D]
-      const auto fx = torch::bmm(v, wo_heads);                        // [H, T, D]
-      const auto transformed_norm = torch::linalg::vector_norm(fx, 2, {-1}, false, {});  // [H, T]
-      trace.add(name(LT::transformed_norm), to_trace(transformed_norm));
-      trace.add(name(LT::lens_value_norm), to_trace(alpha * value_norm.unsqueeze(1)));
-      trace.add(name(LT::lens_transformed_norm), to_trace(alpha * transformed_norm.unsqueeze(1)));
-      if (keeps_residual_lens(record)) {
-        // ||sum_h alpha_h[i, j] f_h(x_j)|| for a block of query rows at a time: the whole
-        // [T, T, D] would take 512 MiB at T = 512 in fp64; blocks keep it to about 32 MiB.
-        const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));
-        std::vector<torch::Tensor> summed;
-        ResidualLensBlocks residual(x, pre_norm, L.ln1_g, m.config.layer_norm_eps);
-        for (int64_t i = 0; i < T; i += block) {
-          const auto terms = torch::einsum("hij,hjd->ijd", {alpha.slice(1, i, std::min(T, i + block)), fx});
-          if (everything) summed.push_back(torch::linalg::vector_norm(terms, 2, {-1}, false, {}));
-          residual.add(terms, i);
-        }
-        if (everything) trace.add(name(LT::lens_summed_transformed_norm), to_trace(torch::cat(summed)));
-        // Record::instrument_residual keeps AttnResLn-N and the mixing ratios; AttnRes-N is the whole trace's.
-        for (const auto& [tensor, values] : residual.results())
-          if (everything || tensor != LT::lens_residual_norm) trace.add(name(tensor), to_trace(values));
-      }
+      add_lenses(trace, int(l), record, alpha, v, L, x, pre_norm, m.config.layer_norm_eps);
     }
 
     const auto inter = m.activation(F::linear(attention, L.wi, L.bi));
@@ -499,13 +507,12 @@ Trace Oracle::run(const Encoding& enc, Record record) const {
   return trace;
 }
 
-// The forward of run(), every op explicit so that its output can be rounded where the scheme rounds:
-// each op computed in fp64 (or, for the local verdict's benchmark, fp32) from inputs as the scheme holds
-// them, its output rounded to the scheme's op format, and the values the scheme stores rounded to that.
-// Globally (local == nullptr) every op reads the values this forward computed. Locally every op reads
-// the candidate's own inputs from local->feed, and an op whose inputs the feed lacks is left out.
-// One forward pass in a simulated scheme: its rounding rules as member functions, each layer's ops in
-// turn. Globally every op reads this pass's own values; locally (Oracle::Local) it reads the candidate's.
+// One forward pass of run() in a simulated scheme, every op explicit so that its output can be rounded
+// where the scheme rounds: each op computed in fp64 (or, for the local verdict's benchmark, fp32) from
+// inputs as the scheme holds them, its output rounded to the scheme's op format, and the values the
+// scheme stores rounded to that; the rounding rules are member functions. Globally (local == nullptr)
+// every op reads this pass's own values; locally (Oracle::Local) every op reads the candidate's inputs
+// from local->feed, and an op whose inputs the feed lacks is left out.
 class Oracle::SimulatedPass {
  public:
   using Value = std::optional<torch::Tensor>;
