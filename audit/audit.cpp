@@ -352,6 +352,29 @@ AuditShard AuditShard::parse(const std::string& text) {
   return shard;
 }
 
+namespace {
+
+// Layer l's ‖v‖ and ‖f(x)‖ of [CLS] and [SEP] over the mean of the content tokens', one NormRatio a head.
+void add_norm_ratios(const Trace& trace, int l, const std::string& id, size_t ordinal, std::vector<NormRatio>& out) {
+  const Tensor& vn = *trace.find(trace_name(l, LayerTensor::value_norm));
+  const Tensor& fn = *trace.find(trace_name(l, LayerTensor::transformed_norm));
+  const size_t H = size_t(vn.shape[0]), T = size_t(vn.shape[1]);
+  for (size_t h = 0; h < H; ++h) {
+    const double* v = vn.values.data() + h * T;
+    const double* f = fn.values.data() + h * T;
+    double mv = 0, mf = 0;
+    for (size_t t = 1; t + 1 < T; ++t) {
+      mv += v[t];
+      mf += f[t];
+    }
+    mv /= double(T - 2);
+    mf /= double(T - 2);
+    out.push_back({id, {l, int(h)}, v[0] / mv, v[T - 1] / mv, f[0] / mf, f[T - 1] / mf, ordinal});
+  }
+}
+
+}  // namespace
+
 AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard shard, const AuditOptions& options) {
   const auto& [threads, row_edit, progress, shown_sentences] = options;
   // The executable's own hash names the build: shards from two builds of the same commit may differ.
@@ -411,20 +434,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
       }
       const size_t T = enc.ids.size();
       for (int l = 0; l < L; ++l) {
-        const Tensor& vn = *trace.find(fmt::format("layer.{}.value_norm", l));
-        const Tensor& fn = *trace.find(fmt::format("layer.{}.transformed_norm", l));
-        for (int h = 0; h < H; ++h) {
-          const double* v = vn.values.data() + size_t(h) * T;
-          const double* f = fn.values.data() + size_t(h) * T;
-          double mv = 0, mf = 0;
-          for (size_t t = 1; t + 1 < T; ++t) {
-            mv += v[t];
-            mf += f[t];
-          }
-          mv /= double(T - 2);
-          mf /= double(T - 2);
-          ratios[i].push_back({s.id, {l, h}, v[0] / mv, v[T - 1] / mv, f[0] / mf, f[T - 1] / mf, ordinals[i]});
-        }
+        add_norm_ratios(trace, l, s.id, ordinals[i], ratios[i]);
         if (!mixing) continue;
         auto ratio = [&](LayerTensor t) { return trace.find(trace_name(l, t))->values.data(); };
         const double *a = ratio(LayerTensor::mixing_ratio_attention), *r = ratio(LayerTensor::mixing_ratio_residual),

@@ -419,18 +419,8 @@ std::string why_not_found(const std::string& name, const std::string& attention_
   return "not recognised in the graph";
 }
 
-}  // namespace
-
-FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkpoint& ck,
-                                 const std::filesystem::path& copy) {
-  const BertConfig& config = ck.config;
-  onnx::ModelProto model = read_model(file);
-  onnx::GraphProto& g = *model.mutable_graph();
-  FoundGraph f;
-  f.nodes = size_t(g.node_size());
-  f.initializers = size_t(g.initializer_size());
-  std::tie(f.implied, f.implied_by) = implied_arithmetic(g);
-
+// A BertModel's interface: input_ids in, last_hidden_state out with the checkpoint's hidden size.
+void check_interface(const onnx::GraphProto& g, const std::filesystem::path& file, int64_t hidden_size) {
   const auto has = [](const auto& values, const std::string& name) {
     return std::any_of(values.begin(), values.end(), [&](const onnx::ValueInfoProto& v) { return v.name() == name; });
   };
@@ -444,10 +434,25 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   for (const onnx::ValueInfoProto& v : g.output())
     if (v.name() == "last_hidden_state") {
       const auto& shape = v.type().tensor_type().shape();
-      if (shape.dim_size() == 3 && shape.dim(2).has_dim_value() && shape.dim(2).dim_value() != config.hidden_size)
+      if (shape.dim_size() == 3 && shape.dim(2).has_dim_value() && shape.dim(2).dim_value() != hidden_size)
         throw InputError(file, fmt::format("last_hidden_state has {} features; the checkpoint's hidden size is {}",
-                                           shape.dim(2).dim_value(), config.hidden_size));
+                                           shape.dim(2).dim_value(), hidden_size));
     }
+}
+
+}  // namespace
+
+FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkpoint& ck,
+                                 const std::filesystem::path& copy) {
+  const BertConfig& config = ck.config;
+  onnx::ModelProto model = read_model(file);
+  onnx::GraphProto& g = *model.mutable_graph();
+  FoundGraph f;
+  f.nodes = size_t(g.node_size());
+  f.initializers = size_t(g.initializer_size());
+  std::tie(f.implied, f.implied_by) = implied_arithmetic(g);
+
+  check_interface(g, file, config.hidden_size);
 
   const int L = config.num_hidden_layers;
   const GraphIndex graph(g);
