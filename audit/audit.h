@@ -219,10 +219,11 @@ struct AuditPartial {
   std::vector<NormRatio> shown_ratios;
 };
 
-// How an audit runs; none of it changes a statistic, criterion or verdict.
+// How an audit runs. Threads, progress and the shown sentences change no statistic, criterion or verdict;
+// a row edit is the seam of `lenscheck mutate`'s row faults.
 struct AuditOptions {
   unsigned threads = 1;
-  RowEdit row_edit = {};  // for `lenscheck mutate` only
+  RowEdit row_edit = {};
   AuditProgress progress = {};
   // The report shows the rows of the corpus's first sentences, this many (every row counts in the
   // statistics). A parameter so that tests reach a corpus longer than it with a few sentences.

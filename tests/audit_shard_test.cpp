@@ -235,8 +235,9 @@ TEST(AuditMerge, EqualsTheSingleRunOnAGeneratedCorpusFor1And2And7Shards) {
   const AuditOptions options{.shown_sentences = 12};
   write_corpus(dir / "corpus.txt", options.shown_sentences + 7, 5);
   const StudyPlan plan = load_study_plan(corpus_plan(dir, dir / "corpus.txt"));
-  expect_merge_equals_single(plan, dir, planted(), run_audit(plan, planted(), {.threads = 2, .shown_sentences = 12}),
-                             options);
+  expect_merge_equals_single(
+      plan, dir, planted(), run_audit(plan, planted(), {.threads = 2, .shown_sentences = options.shown_sentences}),
+      options);
   EXPECT_NE(test::read_file(dir / "single/audit.md").find("rows of the first 12 sentences"), std::string::npos);
 }
 
