@@ -111,9 +111,8 @@ TEST(Mutate, AWeakenedToleranceFileLetsANamedMutantSurvive) {
   test::write_file(dir / "weak.yaml", weak);
   // One sentence: the mutant moves every embedding, so any sentence shows it (reports/mutate.md: the
   // first kills it).
-  test::write_file(dir / "one.yaml", "sentences:\n  - id: scissors\n    text: \"The nurse handed the doctor the scissors.\"\n");
   const std::string args = " --model '" + test::bert_mini().string() + "' --sentences '" +
-                           (dir / "one.yaml").string() + "' --plan '" +
+                           test::one_sentence_file().string() + "' --plan '" +
                            (test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml").string() + "'";
   auto r = test::run_cli("mutate --only layer-norm-eps-1e-5 --tolerances '" + (dir / "weak.yaml").string() + "'" + args);
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -44,12 +44,6 @@ fs::path tiny_copy() {
 }
 
 // A valid one-sentence input for the tiny checkpoint.
-fs::path one_sentence() {
-  const fs::path file = test::temp_dir("sentences") / "sentences.yaml";
-  test::write_file(file, "sentences:\n  - id: nurse\n    text: The nurse handed the doctor the scissors.\n");
-  return file;
-}
-
 // `run` must throw an InputError for exactly `file` and `problem`.
 template <class F>
 void expect_input_error(F run, const fs::path& file, const std::string& problem) {
@@ -237,7 +231,7 @@ TEST(BadModelCli, TruncatedModelFailsVerifyWithoutReports) {
   const fs::path dir = tiny_copy(), model = dir / "model.safetensors";
   const RawSafetensors raw = RawSafetensors::read(model);
   fs::resize_file(model, fs::file_size(model) - 4);
-  expect_cli_bad_input(verify_args(dir, one_sentence(), tolerances_file()), model,
+  expect_cli_bad_input(verify_args(dir, test::one_sentence_file(), tolerances_file()), model,
                        "tensor '" + tensor_ending_in_last_bytes(raw, 4) + "': data_offsets end " +
                            std::to_string(raw.data.size()) + " is beyond the data section of " +
                            std::to_string(raw.data.size() - 4) + " bytes");
@@ -321,7 +315,7 @@ TEST(BadConfig, SizesThatDisagreeWithTheWeights) {
 
 TEST(BadConfigCli, AbsurdSizesFailVerifyWithoutReports) {
   const fs::path dir = with_config(kSizes, kAbsurdSizes);
-  expect_cli_bad_input(verify_args(dir, one_sentence(), tolerances_file()), dir / "config.json",
+  expect_cli_bad_input(verify_args(dir, test::one_sentence_file(), tolerances_file()), dir / "config.json",
                        "a weight of 1.72e+10 elements is too large to load");
 }
 
@@ -355,7 +349,7 @@ TEST(BadVocab, DuplicateMissingSpecialAndNonUtf8) {
 
 TEST(BadVocabCli, DuplicateTokenFailsVerifyWithoutReports) {
   const fs::path dir = with_vocab_line(20001, "hello");
-  expect_cli_bad_input(verify_args(dir, one_sentence(), tolerances_file()), dir / "vocab.txt",
+  expect_cli_bad_input(verify_args(dir, test::one_sentence_file(), tolerances_file()), dir / "vocab.txt",
                        "duplicate token \"hello\" on lines 7593 and 20001");
 }
 
@@ -500,7 +494,7 @@ TEST(OracleOutOfMemory, AnOracleThatDoesNotFitIsBadInputNamingWhatFailedNotACras
     const test::CommandResult r =
         test::run_cli("verify --model " + quoted(test::fixture("bert-base-shape")) + " --tolerances " +
                           quoted(test::source_dir() / "fixtures/tolerances.yaml") + " --sentences " +
-                          quoted(one_sentence()),
+                          quoted(test::one_sentence_file()),
                       std::string("prlimit --as=") + limit + " ");
     if (r.exit_code == 0) continue;  // it fitted: a machine whose libtorch maps less
     EXPECT_EQ(r.exit_code, 2) << limit << ": " << r.output;
@@ -516,7 +510,7 @@ TEST(BadTolerancesCli, NonStringKeyFailsVerifyWithoutReports) {
   // This one used to escape as a YAML::TypedBadConversion and abort the CLI.
   const fs::path file = test::temp_dir("bad") / "tolerances.yaml";
   test::write_file(file, "absolute:\n  - {pattern: \"*\", atol: 1, rtol: 1, {x: 1}: 2}\n" + kDerived);
-  expect_cli_bad_input(verify_args(test::fixture("tiny-prefixed"), one_sentence(), file), file,
+  expect_cli_bad_input(verify_args(test::fixture("tiny-prefixed"), test::one_sentence_file(), file), file,
                        "line 2: a key must be a plain string");
 }
 

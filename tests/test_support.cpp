@@ -22,6 +22,12 @@ std::filesystem::path temp_dir(const std::string& name) {
   return dir;
 }
 
+std::filesystem::path one_sentence_file() {
+  const std::filesystem::path file = temp_dir("one-sentence") / "sentences.yaml";
+  write_file(file, "sentences:\n  - id: nurse\n    text: The nurse handed the doctor the scissors.\n");
+  return file;
+}
+
 CommandResult run_cli(const std::string& args, const std::string& prefix) {
   const std::string command = prefix + LENSCHECK_CLI + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");

@@ -19,6 +19,10 @@ std::filesystem::path sentences_file();
 // A fresh, empty temporary directory named after the running test.
 std::filesystem::path temp_dir(const std::string& name);
 
+// A sentences file of one sentence (fixtures/sentences.yaml's first), in the running test's temporary
+// folder: for the tests whose check any sentence shows.
+std::filesystem::path one_sentence_file();
+
 struct CommandResult {
   int exit_code;
   std::string output;  // stdout and stderr together

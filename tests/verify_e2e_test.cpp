@@ -81,15 +81,15 @@ TEST(VerifyEndToEnd, TheRuntimePassesTheDerivedGateOnEveryTensorOfEverySentence)
 // give; a tensor missing unannounced still fails, and without the last layer's output there is no verdict.
 TEST(VerifyEndToEnd, APartialTraceIsJudgedOnWhatItHoldsAndTheReportNamesWhatItCannotGive) {
   const fs::path dir = test::temp_dir("partial");
-  test::write_file(dir / "one.yaml", "sentences:\n  - id: nurse\n    text: The nurse handed the doctor the scissors.\n");
-  const std::vector<Sentence> sentences = load_sentences(dir / "one.yaml");
+  const fs::path one = test::one_sentence_file();
+  const std::vector<Sentence> sentences = load_sentences(one);
   const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
   const Instrument instrument =
       instrument_of(load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml"));
   const int layers = bert_mini().config.num_hidden_layers;
 
   const VerifyResult partial =
-      verify(bert_mini(), runtime_without_attention(true), sentences, dir / "one.yaml", tol, {.instrument = &instrument});
+      verify(bert_mini(), runtime_without_attention(true), sentences, one, tol, {.instrument = &instrument});
   EXPECT_TRUE(partial.pass());
   EXPECT_EQ(partial.unreachable.size(), size_t(2 * layers));
   EXPECT_EQ(partial.sentences[0].gate.tensors.size(), trace_schema(bert_mini().config, 1).size() - 2 * layers);
@@ -106,7 +106,7 @@ TEST(VerifyEndToEnd, APartialTraceIsJudgedOnWhatItHoldsAndTheReportNamesWhatItCa
       << test::read_file(dir / "verify.md");
 
   const VerifyResult unannounced =
-      verify(bert_mini(), runtime_without_attention(false), sentences, dir / "one.yaml", tol, {});
+      verify(bert_mini(), runtime_without_attention(false), sentences, one, tol, {});
   EXPECT_FALSE(unannounced.pass());
   const auto probs = std::find_if(unannounced.gate.tensors.begin(), unannounced.gate.tensors.end(),
                                   [](const TensorSummary& t) { return t.name == "layer.0.attention.probs"; });
@@ -120,7 +120,7 @@ TEST(VerifyEndToEnd, APartialTraceIsJudgedOnWhatItHoldsAndTheReportNamesWhatItCa
     r.unreachable.push_back({trace_name(ck.config.num_hidden_layers - 1, LayerTensor::output), "not in the graph"});
     return r;
   };
-  EXPECT_THROW(verify(bert_mini(), without_output, sentences, dir / "one.yaml", tol, {}), InputError);
+  EXPECT_THROW(verify(bert_mini(), without_output, sentences, one, tol, {}), InputError);
 }
 
 TEST(VerifyEndToEnd, TheAbsoluteRuleIsThereWhenAskedFor) {
