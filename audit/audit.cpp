@@ -376,7 +376,6 @@ void add_norm_ratios(const Trace& trace, int l, const std::string& id, size_t or
 }  // namespace
 
 AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard shard, const AuditOptions& options) {
-  const auto& [threads, row_edit, progress, shown_sentences] = options;
   // The executable's own hash names the build: shards from two builds of the same commit may differ.
   static const std::string build_sha256 = sha256_file("/proc/self/exe");
   AuditPartial p(plan);
@@ -403,7 +402,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
   const bool mixing = std::find(plan.lenses.begin(), plan.lenses.end(), Lens::residual_layernorm) != plan.lenses.end();
   // A batch of this shard's sentences at a time, each into its own slot, folded in sentence order:
   // the result does not depend on the thread count, and no more than a batch of rows is ever held.
-  const size_t batch = 32 * std::max(1u, threads);
+  const size_t batch = 32 * std::max(1u, options.threads);
   size_t reported = 0;
   for (;;) {
     std::vector<Sentence> sentences;
@@ -420,7 +419,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
     std::vector<std::vector<AuditRow>> rows(sentences.size());
     std::vector<std::vector<NormRatio>> ratios(sentences.size());
     std::vector<std::vector<LayerMixing>> mixed(sentences.size());  // each sentence's mixing ratios, per layer
-    parallel_for(sentences.size(), threads, [&](size_t i) {
+    parallel_for(sentences.size(), options.threads, [&](size_t i) {
       const Sentence& s = sentences[i];
       const Encoding enc = encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), plan.sentences);
       const Trace trace = encoder.forward(enc, mixing ? Record::instrument_residual : Record::instrument);
@@ -429,7 +428,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
       for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
         AuditRow row{s.id, w, enc.words, {}, ordinals[i]};
         for (Lens lens : plan.lenses)
-          row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H, row_edit));
+          row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H, options.row_edit));
         rows[i].push_back(std::move(row));
       }
       const size_t T = enc.ids.size();
@@ -445,7 +444,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
     });
     for (size_t i = 0; i < sentences.size(); ++i) {
       ++p.sentences;
-      const bool shown = ordinals[i] < shown_sentences;
+      const bool shown = ordinals[i] < options.shown_sentences;
       for (AuditRow& row : rows[i]) {
         p.tally.add(row);
         if (named.count(row.sentence)) p.named_rows.push_back(row);
@@ -457,10 +456,10 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
       }
       p.tally.add(mixed[i]);
     }
-    if (progress) progress(reported = p.corpus_sentences, stream.total());
+    if (options.progress) options.progress(reported = p.corpus_sentences, stream.total());
   }
   // The corpus may end in other shards' sentences.
-  if (progress && reported < p.corpus_sentences) progress(p.corpus_sentences, stream.total());
+  if (options.progress && reported < p.corpus_sentences) options.progress(p.corpus_sentences, stream.total());
   return p;
 }
 
