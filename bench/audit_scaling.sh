@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Audit time, rows per second and peak memory against corpus size: the norm-weighted-attention plan
 # with its sentences replaced by a corpus of each size. `generated`: `lenscheck make-corpus`
-# sentences on the planted-sink fixture. `english`: the sentences of the State of the Union addresses
-# and Moby-Dick (`make-corpus --from`, the npm texts scripts/install-deps.sh brings; 70 953
-# sentences, taken again from the start past that) on trained-mini, as the gate's corpus audit runs.
+# sentences on the planted-sink fixture. `english`: the sentences of Jane Austen's six novels
+# (`make-corpus --from`, the texts scripts/install-deps.sh brings from Debian; 31 218 sentences, taken
+# again from the start past that) on trained-mini, as the gate's corpus audit runs.
 # Prints a Markdown table and the least-squares slope; progress of each audit goes to stderr.
 #
 #   bench/audit_scaling.sh [build dir, default build] [sizes, default "1000 3000 10000"] [generated|english]
@@ -19,9 +19,7 @@ case "$corpus" in
     "$build/lenscheck" make-corpus --out "$work/corpus.txt" --sentences "${sizes[-1]}" >/dev/null
     model=$build/fixtures/planted-sink ;;
   english)
-    texts=.deps/npm/node_modules/@stdlib
-    "$build/lenscheck" make-corpus --from "$texts"/datasets-sotu/data/*.txt "$texts/datasets-moby-dick/data/data.txt" \
-      --out "$work/text.txt" >&2
+    "$build/lenscheck" make-corpus --from .deps/texts/austen/*.txt --out "$work/text.txt" >&2
     : > "$work/corpus.txt"
     while [ "$(wc -l < "$work/corpus.txt")" -lt "${sizes[-1]}" ]; do cat "$work/text.txt" >> "$work/corpus.txt"; done
     model=$build/fixtures/trained-mini ;;

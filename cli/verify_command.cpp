@@ -37,7 +37,7 @@ void print_summary(const ComparisonSummary& c) {
 
 struct VerifyOptionsText {
   std::string model_dir, sentences, tolerances, reference, report, json, junit;
-  std::string candidate = "runtime", declared, plan, node_modules;
+  std::string candidate = "runtime", declared, plan, python_env;
   bool absolute = false;
   onnx_export::CandidateSpec ort;
 };
@@ -93,7 +93,7 @@ Command add_verify(CLI::App& app, const Shared& shared) {
                                                  "fp16, fp16-ort-cpu or int8. Default: the candidate's own (the runtime "
                                                  "fp32, onnxruntime:fp16 fp16-ort-cpu, a reference trace its precision)");
   command->add_option("--candidate", o->candidate, "runtime; onnxruntime[:fp16|:int8]: the checkpoint exported to "
-                                                  "ONNX with every trace tensor and run in onnxruntime-node (CPU) on "
+                                                  "ONNX with every trace tensor and run in ONNX Runtime (CPU) on "
                                                   "every sentence; or onnx:PATH, a graph as shipped, its trace tensors "
                                                   "found by their patterns and judged, the rest listed as not judged")
       ->capture_default_str();
@@ -104,9 +104,7 @@ Command add_verify(CLI::App& app, const Shared& shared) {
   command->add_option("--ort-timeout", o->ort.ort.sentence_seconds,
                      "onnxruntime: seconds one sentence may take (bert-base-shape takes under 0.1 s; "
                      "reports/bench.md)")->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_option("--node-modules", o->node_modules, "onnxruntime: the node_modules folder that holds "
-                                                         "onnxruntime-node (default: LENSCHECK_NODE_MODULES, else the "
-                                                         "checkout's .deps/npm; an installed lenscheck needs one)");
+  command->add_option("--python-env", o->python_env, kPythonEnvHelp);
   command->add_option("--report", o->report, "Markdown report path");
   command->add_option("--json", o->json, "JSON report path");
   command->add_option("--junit", o->junit, "JUnit XML path");
@@ -128,7 +126,7 @@ Command add_verify(CLI::App& app, const Shared& shared) {
             Candidate candidate = runtime_candidate();
             if (o->candidate != "runtime") {
               o->ort.ort.adapter = data.ort_adapter();
-              o->ort.ort.node_modules = data.node_modules(o->node_modules);
+              o->ort.ort.python_env = data.python_env(o->python_env);
             }
             if (o->candidate.rfind("onnx:", 0) == 0) {
               candidate = onnx_export::shipped_candidate(o->candidate.substr(5), o->ort.ort);

@@ -11,8 +11,7 @@ using namespace lenscheck;
 namespace {
 
 const Vocab& bert_vocab() {
-  static const Vocab vocab = Vocab::from_tokens(vocab_from_sentencepiece_marking(LENSCHECK_BERT_VOCAB_JSON),
-                                                LENSCHECK_BERT_VOCAB_JSON);
+  static const Vocab vocab = Vocab::load(LENSCHECK_BERT_VOCAB);
   return vocab;
 }
 

@@ -25,7 +25,7 @@ struct Unreachable {
 };
 
 // One run of a candidate: a trace per input, how the reports name what ran ("runtime fp32",
-// "onnxruntime-node 1.30.0 fp32 (CPU, …)"), and what they should note of it (versions, timings).
+// "onnxruntime 1.30.0 fp32 (CPU, …)"), and what they should note of it (versions, timings).
 struct CandidateRun {
   std::vector<Trace> traces;
   std::string label;

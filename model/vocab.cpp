@@ -5,7 +5,6 @@
 
 #include <fstream>
 #include <iterator>
-#include <nlohmann/json.hpp>
 
 #include "model/error.h"
 
@@ -83,37 +82,6 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::filesystem:
 int Vocab::id(std::string_view token) const {
   auto it = ids_.find(std::string(token));
   return it == ids_.end() ? -1 : it->second;
-}
-
-std::vector<std::string> vocab_from_sentencepiece_marking(const std::filesystem::path& vocab_json) {
-  static const std::string kWordStart = "\u2581";  // SentencePiece's word-start marker
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_file(vocab_json));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(vocab_json, std::string("not valid JSON: ") + e.what());
-  }
-  if (!j.is_array()) throw InputError(vocab_json, "expected a JSON array of token strings");
-
-  std::vector<std::string> tokens;
-  tokens.reserve(j.size());
-  for (size_t i = 0; i < j.size(); ++i) {
-    if (!j[i].is_string())
-      throw InputError(vocab_json, fmt::format("element {} is not a string", i));
-    const auto& t = j[i].get_ref<const std::string&>();
-    if (i == 1 && t == kWordStart) {
-      tokens.push_back("[unused0]");  // the marker alone stands in for BERT's [unused0]
-    } else if (t.size() >= 2 && t.front() == '[' && t.back() == ']') {
-      tokens.push_back(t);  // [PAD], [unused1], ...: not word pieces
-    } else if (t.starts_with(kWordStart)) {
-      if (t.size() == kWordStart.size())
-        throw InputError(vocab_json, fmt::format("element {} is a bare U+2581", i));
-      tokens.push_back(t.substr(kWordStart.size()));
-    } else {
-      tokens.push_back("##" + t);
-    }
-  }
-  return tokens;
 }
 
 void write_vocab(const std::filesystem::path& file, const std::vector<std::string>& tokens) {

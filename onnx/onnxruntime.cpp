@@ -15,7 +15,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <string_view>
 
 #include "model/error.h"
 #include "model/trace_io.h"
@@ -44,6 +43,17 @@ std::string tail_of(const std::filesystem::path& file, size_t chars = 2000) {
   return text.size() > chars ? "..." + text.substr(text.size() - chars) : text;
 }
 
+std::filesystem::path python_of(const std::filesystem::path& env) { return env / "bin/python3"; }
+
+// The environment's onnxruntime package folder (lib/pythonX.Y/site-packages/onnxruntime), or empty.
+std::filesystem::path onnxruntime_package(const std::filesystem::path& env) {
+  std::error_code error;
+  for (const auto& lib : std::filesystem::directory_iterator(env / "lib", error))
+    if (const auto package = lib.path() / "site-packages/onnxruntime"; std::filesystem::is_directory(package))
+      return package;
+  return {};
+}
+
 // The adapter as a child process: its stdout read a line at a time, each line awaited at most a bound.
 class Adapter {
  public:
@@ -63,23 +73,19 @@ class Adapter {
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);  // its own group, so that a kill reaches
-    posix_spawnattr_setpgroup(&attributes, 0);                      // whatever node starts
-    std::vector<std::string> env = {"NODE_PATH=" + o.node_modules.string()};
-    for (char** e = environ; *e; ++e)
-      if (std::string_view(*e).substr(0, 10) != "NODE_PATH=") env.emplace_back(*e);
-    std::vector<char*> envp;
-    for (std::string& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    std::string node = o.node, adapter = o.adapter.string(), request_file = request.string();
-    char* argv[] = {node.data(), adapter.data(), request_file.data(), nullptr};
-    const int failed = posix_spawnp(&pid_, node.c_str(), &actions, &attributes, argv, envp.data());
+    posix_spawnattr_setpgroup(&attributes, 0);                      // whatever Python starts
+    // -I: isolated, so that no PYTHONPATH, PYTHONHOME or user site-packages puts another onnxruntime first.
+    std::string python = python_of(o.python_env).string(), isolated = "-I", adapter = o.adapter.string(),
+                request_file = request.string();
+    char* argv[] = {python.data(), isolated.data(), adapter.data(), request_file.data(), nullptr};
+    const int failed = posix_spawn(&pid_, python.c_str(), &actions, &attributes, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     if (failed) {
       close(out[0]);
       close(out[1]);
       pid_ = -1;
-      throw InputError(candidate, fmt::format("cannot run {}: {}", o.node, strerror(failed)));
+      throw InputError(candidate, fmt::format("cannot run {}: {}", python, strerror(failed)));
     }
     close(out[1]);
     fd_ = out[0];
@@ -155,12 +161,18 @@ Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodin
         const std::string& candidate, const std::string& precision, const Vocab& vocab) {
   Options o = options;
   if (o.adapter.empty()) o.adapter = LENSCHECK_ORT_ADAPTER;
-  if (o.node_modules.empty()) o.node_modules = LENSCHECK_NODE_MODULES;
+  if (o.python_env.empty()) o.python_env = LENSCHECK_PYTHON_ENV;
   if (!std::filesystem::is_regular_file(o.adapter))
     throw InputError(o.adapter, fmt::format("{}: the ONNX Runtime adapter script is missing", candidate));
-  if (!std::filesystem::is_directory(o.node_modules / "onnxruntime-node"))
-    throw InputError(o.node_modules, fmt::format("{}: onnxruntime-node is not installed here "
-                                                 "(scripts/install-deps.sh installs it)", candidate));
+  if (!std::filesystem::exists(python_of(o.python_env)))
+    throw InputError(o.python_env, fmt::format("{}: no Python environment here (no bin/python3): create one with "
+                                               "`python3 -m venv {}` and install onnxruntime into it "
+                                               "(scripts/install-deps.sh does both)", candidate, o.python_env.string()));
+  if (onnxruntime_package(o.python_env).empty())
+    throw InputError(o.python_env, fmt::format("{}: the Python package onnxruntime is not installed in this "
+                                               "environment: install it with `{}/bin/pip install onnxruntime` "
+                                               "(scripts/install-deps.sh installs the pinned version)",
+                                               candidate, o.python_env.string()));
   const ScratchFolder scratch("the candidate's traces");
   const std::filesystem::path& dir = scratch.path();
 

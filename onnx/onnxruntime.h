@@ -1,6 +1,6 @@
 #pragma once
-// ONNX Runtime as a candidate: onnxruntime-node (npm, CPU execution provider) driven through
-// onnx/ort-adapter.js, started as a subprocess with a bound on each step.
+// ONNX Runtime as a candidate: PyPI's onnxruntime (CPU execution provider) in a Python environment,
+// driven through onnx/ort-adapter.py, started as a subprocess with a bound on each step.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -26,9 +26,9 @@ class ScratchFolder {
 };
 
 struct Options {
-  std::string node = "node";            // the Node.js executable, looked up on PATH
-  std::filesystem::path adapter;        // ort-adapter.js; empty: the checkout's onnx/ort-adapter.js
-  std::filesystem::path node_modules;   // where onnxruntime-node is; empty: the checkout's .deps/npm
+  std::filesystem::path adapter;        // ort-adapter.py; empty: the checkout's onnx/ort-adapter.py
+  std::filesystem::path python_env;     // the environment whose bin/python3 imports onnxruntime; empty: the
+                                        // checkout's .deps/venv
   unsigned intra_op_threads = 1;
   std::string graph_optimization = "all";  // disabled, basic, extended, layout or all (ORT's levels)
   // Bounds on each step, in seconds: session creation (the graph loaded and optimised), then each
@@ -40,14 +40,14 @@ struct Options {
 };
 
 struct Run {
-  std::string version;               // onnxruntime-node's
+  std::string version;               // onnxruntime's, as the package reports it
   double session_ms = 0;
   std::vector<double> sentence_ms;   // ORT's session.run per sentence, as the adapter timed it
   std::vector<Trace> traces;         // one per sentence (none if plain)
 };
 
 // Runs `model` on every encoding. `candidate` names the candidate in every error (an InputError: ORT
-// or node missing, the graph refused, a step past its bound, a trace unreadable or for other ids).
+// or its Python environment missing, the graph refused, a step past its bound, a trace unreadable or for other ids).
 Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodings, const Options& options,
         const std::string& candidate, const std::string& precision, const Vocab& vocab);
 

@@ -552,7 +552,7 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
     const FoundGraph found = prepare_shipped_graph(file, ck, copy);
     const std::string precision = arithmetic_name(found.implied);
     CandidateRun r;
-    r.label = fmt::format("onnxruntime-node on {} (CPU, {} intra-op thread{}, graph optimization {})",
+    r.label = fmt::format("onnxruntime on {} (CPU, {} intra-op thread{}, graph optimization {})",
                           file.filename().string(), ort.intra_op_threads, ort.intra_op_threads == 1 ? "" : "s",
                           ort.graph_optimization);
     r.notes.push_back(fmt::format("candidate: {}: {} nodes, {} initializers; it declares {}: {}", file.string(),
@@ -585,7 +585,7 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                         "attention.value and attention.probs (the residual lens also its attention.pre_norm and each "
                         "layer's input) and the checkpoint's W_O and attention LayerNorm gain");
     }
-    r.label = fmt::format("onnxruntime-node {}{}", run.version, r.label.substr(std::string("onnxruntime-node").size()));
+    r.label = fmt::format("onnxruntime {}{}", run.version, r.label.substr(std::string("onnxruntime").size()));
     const size_t schema = trace_schema(ck.config, 1).size();
     r.notes.push_back(fmt::format("found in the graph: {} of {} trace tensors, each made an output of a copy; {} "
                                   "derived, {} not judged",

@@ -1,5 +1,5 @@
 # ONNX Runtime as a candidate, end to end on the generated fixtures. No skip: scripts/install-deps.sh
-# installs node, libonnx-dev and onnxruntime-node, and a missing one fails these tests.
+# installs libonnx-dev and .deps/venv with onnxruntime, and a missing one fails these tests.
 set(LENSCHECK_EXPECT ${CMAKE_SOURCE_DIR}/onnx/expect.cmake)
 function(lenscheck_onnx_test name expected regex)
   string(REPLACE ";" "\\;" regex "${regex}")
@@ -29,10 +29,14 @@ foreach(fixture bert-mini trained-mini)
                         --precision fp32)
   endforeach()
 endforeach()
-# A candidate that cannot start is exit 2, naming it: node not on PATH.
-lenscheck_onnx_test(onnxruntime.node-missing 2 "error: onnxruntime fp32 \\(CPU[^\n]*cannot run node"
-                    ${CMAKE_COMMAND} -E env PATH=/nonexistent ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini
-                    --candidate onnxruntime)
+# A candidate that cannot start is exit 2, naming what is missing and how to install it: no Python
+# environment at all, then a real Python (Debian's, in /usr) without onnxruntime.
+lenscheck_onnx_test(onnxruntime.python-env-missing 2
+                    "error: /nonexistent: onnxruntime fp32 \\(CPU[^\n]*no Python environment here[^\n]*python3 -m venv /nonexistent"
+                    ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime --python-env /nonexistent)
+lenscheck_onnx_test(onnxruntime.package-missing 2
+                    "error: /usr: onnxruntime fp32 \\(CPU[^\n]*the Python package onnxruntime is not installed in this environment: install it with `/usr/bin/pip install onnxruntime`"
+                    ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime --python-env /usr)
 # A sentence past its bound is killed, not waited for: exit 2 naming the sentence.
 # (Which sentence is named depends on how many answers the adapter wrote before lenscheck read the first.)
 lenscheck_onnx_test(onnxruntime.sentence-timeout 2 "error: onnxruntime fp32 \\(CPU[^\n]*sentence [0-9]+ took longer than 1e-06 s"

@@ -22,14 +22,15 @@ phase mutate build/lenscheck mutate --model build/fixtures/bert-mini --model bui
   --model build/fixtures/bert-base-shape --model build/fixtures/planted-sink --model build/fixtures/saturated-sink \
   --report "$out/mutate.md" --json "$out/mutate.json"
 # Exit 0 PROCEED, 3 ABANDON: both are verdicts, not failures of the gate. The third audit runs the
-# first study at corpus scale on real English (Moby-Dick, written by scripts/build.sh) on trained-mini.
+# first study at corpus scale on real English (Pride and Prejudice, written by scripts/build.sh) on
+# trained-mini.
 status=0
 audit() {  # audit ARGS...: a verdict either way; any other exit is the gate's failure (the first one kept)
   local s=0
   phase audit build/lenscheck audit "$@" || s=$?
   [ "$s" -eq 0 ] || [ "$s" -eq 3 ] || [ "$status" -ne 0 ] || status=$s
 }
-for plan in norm-weighted-attention saturated-sink norm-weighted-attention-moby-dick; do
+for plan in norm-weighted-attention saturated-sink norm-weighted-attention-pride-and-prejudice; do
   audit --plan "fixtures/studies/$plan.yaml" --out "$out/$plan"
 done
 # The residual lens's study (Kobayashi et al. 2021) on every bundled checkpoint, the known answers first,

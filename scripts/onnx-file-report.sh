@@ -29,8 +29,8 @@ done
 {
   echo "# Graphs as shipped, judged: \`verify --candidate onnx:PATH\`"
   echo
-  echo "\`scripts/onnx-file-report.sh\` on $rev: each graph run in onnxruntime-node"
-  echo "$(node -p 'require("./.deps/npm/node_modules/onnxruntime-node/package.json").version') (CPU, 1 intra-op thread, graph optimization all) on the 14 bundled sentences, judged"
+  echo "\`scripts/onnx-file-report.sh\` on $rev: each graph run in ONNX Runtime"
+  echo "$(.deps/venv/bin/python3 -I -c 'import onnxruntime; print(onnxruntime.__version__)') (PyPI; CPU, 1 intra-op thread, graph optimization all) on the 14 bundled sentences, judged"
   echo "against trained-mini by the derived rule under the scheme the graph implies (its initializers and ops)."
   echo "The trace tensors are found in the graph by the patterns they form (onnx/shipped_graph.h) and made outputs"
   echo "of a copy; what is not found is listed, not judged. The checkpoint's parameters the same patterns locate"

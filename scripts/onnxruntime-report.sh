@@ -33,7 +33,7 @@ ratios() {  # "global worst (median) · local worst" per family, from verify's p
   echo "# ONNX Runtime as a candidate"
   echo
   echo "\`scripts/onnxruntime-report.sh\` on $(git describe --always --dirty): \`lenscheck verify --candidate"
-  echo "onnxruntime[:fp16|:int8]\` on the 14 bundled sentences, onnxruntime-node $(node -p 'require("./.deps/npm/node_modules/onnxruntime-node/package.json").version')"
+  echo "onnxruntime[:fp16|:int8]\` on the 14 bundled sentences, ONNX Runtime $(.deps/venv/bin/python3 -I -c 'import onnxruntime; print(onnxruntime.__version__)') (PyPI)"
   echo "(CPU execution provider, 1 intra-op thread, graph optimization all), derived rule against libtorch fp64."
   echo "Each candidate is judged under the scheme it declares (fp32, fp16-ort-cpu, int8; README, \"Schemes\"),"
   echo "twice, with k = 16 for both: globally, its error against the fp64 truth as a multiple of libtorch's"

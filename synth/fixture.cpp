@@ -61,8 +61,7 @@ void make_fixture(const FixtureOptions& o) {
   if (o.planted_sink && o.saturated_sink)
     throw InputError("--saturated-sink", "--planted-sink and --saturated-sink exclude each other");
   const bool constructed = o.planted_sink || o.saturated_sink;
-  const std::vector<std::string> tokens = vocab_from_sentencepiece_marking(o.vocab_json);
-  const Vocab vocab = Vocab::from_tokens(tokens, o.vocab_json);  // validates the conversion
+  const Vocab vocab = Vocab::load(o.vocab);
   const int vocab_size = static_cast<int>(vocab.size());
   const BertConfig config = constructed ? planted_config(vocab_size) : fixture_config(o, vocab_size);
   const SinkHeads heads = o.saturated_sink ? SinkHeads::saturated : SinkHeads::planted;
@@ -95,7 +94,7 @@ void make_fixture(const FixtureOptions& o) {
                                                o.saturated_sink ? " --saturated-sink" : "",
                                                o.bert_base ? " --bert-base" : "", o.trained ? " --trained" : "")}});
   write_text_file(o.out / "config.json", config_to_json(config));
-  write_vocab(o.out / "vocab.txt", tokens);
+  write_vocab(o.out / "vocab.txt", vocab.tokens());
 }
 
 }  // namespace lenscheck

