@@ -45,13 +45,12 @@ std::string tail_of(const std::filesystem::path& file, size_t chars = 2000) {
 
 std::filesystem::path python_of(const std::filesystem::path& env) { return env / "bin/python3"; }
 
-// The environment's onnxruntime package folder (lib/pythonX.Y/site-packages/onnxruntime), or empty.
-std::filesystem::path onnxruntime_package(const std::filesystem::path& env) {
+// Whether the environment holds the onnxruntime package (lib/pythonX.Y/site-packages/onnxruntime).
+bool has_onnxruntime(const std::filesystem::path& env) {
   std::error_code error;
   for (const auto& lib : std::filesystem::directory_iterator(env / "lib", error))
-    if (const auto package = lib.path() / "site-packages/onnxruntime"; std::filesystem::is_directory(package))
-      return package;
-  return {};
+    if (std::filesystem::is_directory(lib.path() / "site-packages/onnxruntime")) return true;
+  return false;
 }
 
 // The adapter as a child process: its stdout read a line at a time, each line awaited at most a bound.
@@ -168,7 +167,7 @@ Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodin
     throw InputError(o.python_env, fmt::format("{}: no Python environment here (no bin/python3): create one with "
                                                "`python3 -m venv {}` and install onnxruntime into it "
                                                "(scripts/install-deps.sh does both)", candidate, o.python_env.string()));
-  if (onnxruntime_package(o.python_env).empty())
+  if (!has_onnxruntime(o.python_env))
     throw InputError(o.python_env, fmt::format("{}: the Python package onnxruntime is not installed in this "
                                                "environment: install it with `{}/bin/pip install onnxruntime` "
                                                "(scripts/install-deps.sh installs the pinned version)",
