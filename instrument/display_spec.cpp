@@ -50,7 +50,7 @@ PrintedRow printed_row(const WordRow& row, int word, const DisplaySpec& spec) {
   PrintedRow p;
   if (const std::optional<double> s = row.sink_share()) {
     p.sink = printed(*s, spec.decimals);
-    for (double threshold : spec.sink_flags) p.flags.push_back(*s >= threshold);
+    for (double threshold : spec.sink_flags) p.flags.push_back(*s > threshold);
   }
   if (const auto shown = row.displayed()) {
     std::vector<std::pair<double, int>> ranked;  // printed weight, word

@@ -1,8 +1,10 @@
 #pragma once
 // What the instrument prints of a row: the `top_targets` heaviest content words with their displayed
 // weights, and the sink share, each to `decimals` decimals (of a fraction: 2 prints 0.43), and a
-// disclosure flag wherever the sink share reaches a threshold. It lives in its own file beside a study
-// plan (plan.yaml → plan.display.yaml): the instrument's printing is not part of what a study registers.
+// disclosure flag wherever the sink share exceeds a threshold (strictly above it: the audit counts the
+// rows above a threshold and the registered plans read "more than half", so flag and count are one rule).
+// It lives in its own file beside a study plan (plan.yaml → plan.display.yaml): the instrument's printing
+// is not part of what a study registers.
 #include <filesystem>
 #include <string>
 #include <utility>

@@ -8,6 +8,7 @@
 
 #include "audit/study_plan.h"
 #include "gate/verify.h"
+#include "instrument/display_spec.h"
 #include "model/error.h"
 #include "model/trace_io.h"
 #include "runtime/encoder.h"
@@ -146,6 +147,22 @@ TEST(Display, ACoarserDeclaredArithmeticLeavesMoreRowsUndecidableAndNoneWrong) {
       EXPECT_FALSE(i.decidable);
       EXPECT_LE(i.margin, i.error) << row.sentence << " " << row.word << " " << i.what;
     }
+}
+
+// One rule at a threshold for the flag and the audit's count (rows_with_sink_above): strictly above it,
+// so a row sinking exactly half its weight is neither flagged nor counted.
+TEST(Display, AFlagIsRaisedAboveItsThresholdNotAtIt) {
+  const DisplaySpec spec{2, 3, {0.5, 0.9}};
+  WordRow at_half;
+  at_half.cls = 0.25;
+  at_half.sep = 0.25;
+  at_half.content = {0.3, 0.2};
+  ASSERT_EQ(at_half.sink_share(), 0.5);
+  EXPECT_EQ(printed_row(at_half, 0, spec).flags, (std::vector<bool>{false, false}));
+  WordRow above_half = at_half;
+  above_half.cls = 0.26;
+  above_half.content = {0.29, 0.2};
+  EXPECT_EQ(printed_row(above_half, 0, spec).flags, (std::vector<bool>{true, false}));
 }
 
 TEST(Display, APlanWithoutADisplayFileOrWithABadOneIsBadInput) {
