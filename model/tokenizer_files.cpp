@@ -164,9 +164,9 @@ void check_added_tokens(const json& added, const Vocab& vocab, const fs::path& f
   }
 }
 
-// ---------------------------------------------------------------- the settings
+// ---------------------------------------------------------------- vocab.txt beside it, the settings
 
-// The first difference between vocab.txt and tokenizer.json's vocabulary, or refuses.
+// Refuses vocab.txt where it differs from tokenizer.json's vocabulary, naming the first difference.
 void check_vocabularies_agree(const Vocab& txt, const fs::path& txt_file, const Vocab& json_vocab) {
   const size_t common = std::min(txt.size(), json_vocab.size());
   for (size_t i = 0; i < common; ++i) {
