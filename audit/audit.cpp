@@ -396,7 +396,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
   }
 
   SentenceStream stream(plan.sentences);
-  const BertTokenizer tokenizer(ck.vocab);
+  const BertTokenizer tokenizer(ck.vocab, ck.tokenizer);
   const runtime::Encoder encoder(ck.config, ck.weights);
   const int L = ck.config.num_hidden_layers, H = ck.config.num_attention_heads;
   const bool mixing = std::find(plan.lenses.begin(), plan.lenses.end(), Lens::residual_layernorm) != plan.lenses.end();

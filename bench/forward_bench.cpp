@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
   const oracle::Oracle oracle(ck.config, ck.weights, oracle::Precision::fp32);
   const runtime::Encoder encoder(ck.config, ck.weights);
   const runtime::Encoder two_threads(ck.config, ck.weights, 2);
-  const BertTokenizer tokenizer(ck.vocab);
+  const BertTokenizer tokenizer(ck.vocab, ck.tokenizer);
   std::vector<Encoding> inputs;
   for (size_t T : kLengths) inputs.push_back(encoding_of_length(tokenizer, T));
 

@@ -34,7 +34,7 @@ Command add_trace(CLI::App& app, const Shared& shared) {
   trace->add_option("--out", o->out, "output .safetensors")->required();
   return {trace, [o, &shared] {
             const Checkpoint ck = load_checkpoint(o->model_dir);
-            const BertTokenizer tokenizer(ck.vocab);
+            const BertTokenizer tokenizer(ck.vocab, ck.tokenizer);
             const Encoding enc = encode_sentence(tokenizer, {"text", o->text, 0},
                                                  static_cast<size_t>(ck.config.max_position_embeddings), "--text");
             if (o->impl == "runtime" && o->precision != "fp32")

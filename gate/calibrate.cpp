@@ -236,7 +236,7 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     f.dir = dir.string();
     f.sha256 = ck.model_sha256;
     f.sentences = sentences.size();
-    const BertTokenizer tokenizer(ck.vocab);
+    const BertTokenizer tokenizer(ck.vocab, ck.tokenizer);
     std::vector<Encoding> encodings;
     for (const Sentence& s : sentences)
       encodings.push_back(encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), o.sentences_file));

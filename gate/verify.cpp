@@ -324,7 +324,7 @@ VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candida
 VerifyResult verify(const Checkpoint& ck, const Candidate& candidate, const std::vector<Sentence>& sentences,
                     const std::filesystem::path& sentences_file, const Tolerances& tolerances,
                     const VerifyOptions& options) {
-  const BertTokenizer tokenizer(ck.vocab);
+  const BertTokenizer tokenizer(ck.vocab, ck.tokenizer);
   const size_t max_tokens = static_cast<size_t>(ck.config.max_position_embeddings);
   std::vector<Encoding> encodings;  // all sentences are checked before any is run
   for (const Sentence& s : sentences) encodings.push_back(encode_sentence(tokenizer, s, max_tokens, sentences_file));

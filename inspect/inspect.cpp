@@ -40,6 +40,31 @@ std::vector<std::pair<const char*, int>> special_ids(const Vocab& v) {
           {"[MASK]", v.mask_id()}};
 }
 
+std::string yes_no(bool b) { return b ? "yes" : "no"; }
+
+// What the tokenizer applies, each setting with the file it came from.
+std::string tokenizer_text(const TokenizerSettings& t) {
+  const auto line = [](const char* what, const std::string& value, const std::string& from) {
+    return fmt::format("  {}: {} ({})\n", what, value, from);
+  };
+  std::string s = "tokenizer:\n";
+  s += line("lower case", yes_no(t.lower_case.value), t.lower_case.from);
+  s += line("strip accents",
+            t.strip_accents.value ? yes_no(*t.strip_accents.value) : yes_no(t.strips_accents()) + ", as lower case",
+            t.strip_accents.from);
+  s += line("split Chinese characters", yes_no(t.split_chinese_chars.value), t.split_chinese_chars.from);
+  s += line("lower-case the whole text first (sentence-transformers)", yes_no(t.lower_whole_text.value),
+            t.lower_whole_text.from);
+  s += line("max characters a word", std::to_string(t.max_input_chars_per_word.value), t.max_input_chars_per_word.from);
+  s += line("max tokens a sentence, [CLS] and [SEP] included", std::to_string(t.max_tokens.value), t.max_tokens.from);
+  return s;
+}
+
+template <class T>
+nlohmann::ordered_json setting_json(const Setting<T>& s) {
+  return {{"value", s.value}, {"from", s.from}};
+}
+
 }  // namespace
 
 ParamStats param_stats(const std::string& name, const Param& param) {
@@ -75,7 +100,8 @@ std::vector<ParamStats> parameter_stats(const Checkpoint& ck) {
 
 std::string inspection_text(const Checkpoint& ck, const std::vector<ParamStats>& stats) {
   const BertConfig& c = ck.config;
-  std::string s = fmt::format("checkpoint {}\n  model.safetensors SHA-256 {}\n", ck.dir.string(), ck.model_sha256);
+  std::string s = fmt::format("checkpoint {}\n  found as {}\n  model.safetensors SHA-256 {}\n", ck.dir.string(),
+                              ck.dir_from, ck.model_sha256);
   s += fmt::format("config: {} layers, hidden {}, {} heads of {}, intermediate {}, {}, LayerNorm eps {:g}, "
                    "{} positions, {} token types, vocab {}\n",
                    c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.head_dim(), c.intermediate_size,
@@ -87,9 +113,13 @@ std::string inspection_text(const Checkpoint& ck, const std::vector<ParamStats>&
                      dtype == "F32" ? "" : ", converted to the working precision F32");
   s += fmt::format("ignored: {}\n", ck.ignored.empty() ? "nothing" : fmt::format("{} tensor(s)", ck.ignored.size()));
   for (const std::string& name : ck.ignored) s += fmt::format("  {}\n", name);
-  s += fmt::format("vocabulary: {} tokens;", ck.vocab.size());
+  s += fmt::format("vocabulary: {} tokens from {};", ck.vocab.size(), ck.vocab_file.string());
   for (const auto& [token, id] : special_ids(ck.vocab)) s += fmt::format(" {} {}", token, id);
-  s += fmt::format("\nLayerNorm gain outliers (more than {:g} robust sd, {} × MAD, from the parameter's median "
+  s += '\n';
+  s += tokenizer_text(ck.tokenizer);
+  s += fmt::format("notes: {}\n", ck.notes.empty() ? "none" : "");
+  for (const std::string& note : ck.notes) s += fmt::format("  {}\n", note);
+  s += fmt::format("LayerNorm gain outliers (more than {:g} robust sd, {} × MAD, from the parameter's median "
                    "gain):", kOutlierSds, kSdPerMad);
   size_t outliers = 0;
   for (const ParamStats& p : stats)
@@ -110,6 +140,7 @@ void write_inspection_json(const Checkpoint& ck, const std::vector<ParamStats>& 
   const BertConfig& c = ck.config;
   nlohmann::ordered_json j;
   j["dir"] = ck.dir.string();
+  j["dir_from"] = ck.dir_from;
   j["model_sha256"] = ck.model_sha256;
   j["config"] = {{"num_hidden_layers", c.num_hidden_layers}, {"hidden_size", c.hidden_size},
                  {"num_attention_heads", c.num_attention_heads}, {"intermediate_size", c.intermediate_size},
@@ -121,7 +152,18 @@ void write_inspection_json(const Checkpoint& ck, const std::vector<ParamStats>& 
   j["stored_dtypes"] = ck.stored_dtypes;
   j["ignored"] = ck.ignored;
   j["vocabulary"]["size"] = ck.vocab.size();
+  j["vocabulary"]["file"] = ck.vocab_file.string();
   for (const auto& [token, id] : special_ids(ck.vocab)) j["vocabulary"]["special_ids"][token] = id;
+  const TokenizerSettings& t = ck.tokenizer;
+  j["tokenizer"] = {{"lower_case", setting_json(t.lower_case)},
+                    {"strip_accents", {{"value", t.strip_accents.value ? nlohmann::ordered_json(*t.strip_accents.value)
+                                                                       : nlohmann::ordered_json()},
+                                       {"applied", t.strips_accents()}, {"from", t.strip_accents.from}}},
+                    {"split_chinese_chars", setting_json(t.split_chinese_chars)},
+                    {"lower_whole_text", setting_json(t.lower_whole_text)},
+                    {"max_input_chars_per_word", setting_json(t.max_input_chars_per_word)},
+                    {"max_tokens", setting_json(t.max_tokens)}};
+  j["notes"] = ck.notes;
   j["gain_outlier_rule"] = {{"robust_sds", kOutlierSds}, {"sd_per_mad", kSdPerMad}};
   j["tensors"] = nlohmann::ordered_json::array();
   for (const ParamStats& p : stats) {

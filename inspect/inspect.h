@@ -1,6 +1,7 @@
 #pragma once
 // `lenscheck inspect`: what a checkpoint holds as loaded, for a user to check before trusting a verdict:
-// its config, what the loader converted and ignored, its vocabulary and per-parameter statistics.
+// the folder it was found in, its config, what the loader converted and ignored, its vocabulary and
+// tokenizer settings (each with the file it came from), and per-parameter statistics.
 #include <cstddef>
 #include <filesystem>
 #include <string>

@@ -12,6 +12,7 @@
 #include "model/safetensors.h"
 #include "model/seeded_rng.h"
 #include "model/sha256.h"
+#include "model/tokenizer_files.h"
 
 namespace lenscheck {
 
@@ -106,18 +107,21 @@ const TensorEntry* find_with_legacy_names(const SafetensorsFile& file, const std
 
 }  // namespace
 
-Checkpoint load_checkpoint(const std::filesystem::path& dir) {
-  if (!std::filesystem::is_directory(dir))
-    throw InputError(dir, "not a checkpoint directory (expected config.json, vocab.txt, "
-                          "model.safetensors)");
+Checkpoint load_checkpoint(const std::filesystem::path& folder) {
+  if (!std::filesystem::is_directory(folder))
+    throw InputError(folder, "not a checkpoint directory (expected config.json, vocab.txt or tokenizer.json, "
+                             "model.safetensors)");
   Checkpoint ck;
-  ck.dir = dir;
+  const TransformerFolder transformer = transformer_folder(folder);
+  const std::filesystem::path& dir = ck.dir = transformer.dir;
+  ck.dir_from = transformer.from;
   ck.config = load_config(dir / "config.json");
-  ck.vocab = Vocab::load(dir / "vocab.txt");
+  CheckpointTokenizer tokenizer = load_checkpoint_tokenizer(dir, ck.config);
+  ck.vocab = std::move(tokenizer.vocab);
+  ck.vocab_file = std::move(tokenizer.vocab_file);
+  ck.tokenizer = std::move(tokenizer.settings);
+  ck.notes = std::move(tokenizer.notes);
   const auto model_path = dir / "model.safetensors";
-  if (static_cast<int>(ck.vocab.size()) != ck.config.vocab_size)
-    throw InputError(dir / "vocab.txt", fmt::format("has {} tokens but config.json says vocab_size {}",
-                                                    ck.vocab.size(), ck.config.vocab_size));
   const SafetensorsFile file = SafetensorsFile::open(model_path);
 
   // BertForMaskedLM and friends save the encoder under "bert."; a bare BertModel does not.

@@ -1,5 +1,7 @@
 #pragma once
-// A Hugging Face BERT checkpoint directory: config.json, vocab.txt, model.safetensors.
+// A Hugging Face BERT checkpoint directory: config.json, vocab.txt and/or tokenizer.json,
+// model.safetensors; or a sentence-transformers folder whose modules.json names the Transformer
+// module's folder that holds them (model/tokenizer_files.h).
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -7,6 +9,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/tokenizer.h"
 #include "model/vocab.h"
 
 namespace lenscheck {
@@ -51,9 +54,12 @@ BertWeights seeded_weights(const BertConfig& config, uint64_t seed,
 void plant_outlier_dimensions(const BertConfig& config, BertWeights& weights, int dims, double gain, uint64_t seed);
 
 struct Checkpoint {
-  std::filesystem::path dir;
+  std::filesystem::path dir;  // the folder holding config.json: the one given, or its Transformer module's
+  std::string dir_from;       // how dir was found (modules.json or not), for `lenscheck inspect`
   BertConfig config;
   Vocab vocab;
+  std::filesystem::path vocab_file;  // tokenizer.json or vocab.txt
+  TokenizerSettings tokenizer;       // build every tokenizer of this checkpoint as BertTokenizer(vocab, tokenizer)
   BertWeights weights;
   std::string model_sha256;        // of model.safetensors
   std::vector<std::string> notes;  // what the loader ignored or converted, for the user to read
@@ -65,7 +71,8 @@ struct Checkpoint {
 };
 
 // Throws InputError naming the file and the problem: missing files, tensors missing or of the wrong
-// shape, NaN/Inf in a weight, a vocab.txt whose size disagrees with config.json.
-Checkpoint load_checkpoint(const std::filesystem::path& dir);
+// shape, NaN/Inf in a weight, a vocabulary whose size disagrees with config.json, a tokenizer lenscheck
+// would not tokenize as Hugging Face does (model/tokenizer_files.h).
+Checkpoint load_checkpoint(const std::filesystem::path& folder);
 
 }  // namespace lenscheck

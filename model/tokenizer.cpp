@@ -139,14 +139,14 @@ void split_on_punctuation(const icu::UnicodeString& token, std::vector<std::stri
 
 // BasicTokenizer.tokenize(text, never_split=all_special_tokens) on a chunk without literal special
 // tokens.
-void basic_words(const icu::UnicodeString& text, bool lower, std::vector<std::string>& words) {
+void basic_words(const icu::UnicodeString& text, const TokenizerSettings& settings, std::vector<std::string>& words) {
   // _clean_text and _tokenize_chinese_chars in one pass.
   icu::UnicodeString cleaned;
   for_each_code_point(text, [&](UChar32 c) {
     if (c == 0 || c == 0xFFFD || is_control(c)) return;
     if (is_whitespace(c)) {
       cleaned.append(u' ');
-    } else if (is_chinese_char(c)) {
+    } else if (settings.split_chinese_chars.value && is_chinese_char(c)) {
       cleaned.append(u' ').append(c).append(u' ');
     } else {
       cleaned.append(c);
@@ -163,8 +163,8 @@ void basic_words(const icu::UnicodeString& text, bool lower, std::vector<std::st
     if (is_special(utf8)) {
       words.push_back(utf8);
     } else {
-      if (lower) token = strip_accents(token.toLower(icu::Locale::getRoot()));  // str.lower() is full,
-                                                                               // context-sensitive
+      if (settings.lower_case.value) token.toLower(icu::Locale::getRoot());  // str.lower(): full, context-sensitive
+      if (settings.strips_accents()) token = strip_accents(token);
       split_on_punctuation(token, words);
     }
     token.remove();
@@ -181,11 +181,14 @@ void basic_words(const icu::UnicodeString& text, bool lower, std::vector<std::st
 
 }  // namespace
 
-BertTokenizer::BertTokenizer(const Vocab& vocab, bool do_lower_case, size_t max_input_chars_per_word)
-    : vocab_(vocab), do_lower_case_(do_lower_case), max_input_chars_per_word_(max_input_chars_per_word) {}
+BertTokenizer::BertTokenizer(const Vocab& vocab, TokenizerSettings settings)
+    : vocab_(vocab), settings_(std::move(settings)) {}
 
 std::vector<std::string> BertTokenizer::basic_tokenize(std::string_view text) const {
-  const icu::UnicodeString u = decode_utf8(text);
+  icu::UnicodeString u = decode_utf8(text);
+  // sentence-transformers lower-cases the whole text with str.lower() before the tokenizer sees it, so
+  // a literal "[CLS]" is ordinary text by then.
+  if (settings_.lower_whole_text.value) u.toLower(icu::Locale::getRoot());
   std::vector<std::string> words;
   // PreTrainedTokenizer.tokenize cuts literal special tokens out first (tokens_trie.split); none of
   // the five is a prefix of another, so the trie's longest match is simply the leftmost one.
@@ -198,7 +201,7 @@ std::vector<std::string> BertTokenizer::basic_tokenize(std::string_view text) co
       if (found >= 0 && found < at) at = found, len = special.length();
     }
     const icu::UnicodeString chunk(u, pos, at - pos);
-    basic_words(do_lower_case_ ? lower_each_char(chunk) : chunk, do_lower_case_, words);
+    basic_words(settings_.lower_case.value ? lower_each_char(chunk) : chunk, settings_, words);
     if (len > 0) words.push_back(to_utf8(icu::UnicodeString(u, at, len)));
     pos = at + len;
   }
@@ -219,7 +222,7 @@ std::vector<std::string> BertTokenizer::wordpiece(std::string_view word) const {
   const size_t chars = bounds.size();
   bounds.push_back(word.size());
   const std::string& unk = vocab_.token(vocab_.unk_id());
-  if (chars > max_input_chars_per_word_) return {unk};
+  if (chars > settings_.max_input_chars_per_word.value) return {unk};
 
   // Greedy longest-match-first; one position without any match makes the whole word [UNK].
   std::vector<std::string> pieces;
@@ -238,7 +241,7 @@ std::vector<std::string> BertTokenizer::wordpiece(std::string_view word) const {
   return pieces;
 }
 
-Encoding BertTokenizer::encode(std::string_view text, size_t max_tokens) const {
+Encoding BertTokenizer::encode(std::string_view text, size_t max_position_embeddings) const {
   Encoding e;
   e.words = basic_tokenize(text);
   if (e.words.empty()) throw TokenizerError("empty sentence");
@@ -251,9 +254,13 @@ Encoding BertTokenizer::encode(std::string_view text, size_t max_tokens) const {
   for (size_t w = 0; w < e.words.size(); ++w)
     for (const auto& piece : wordpiece(e.words[w])) add(piece, static_cast<int>(w));
   add(vocab_.token(vocab_.sep_id()), -1);
-  if (e.ids.size() > max_tokens)
+  const Setting<size_t>& limit = settings_.max_tokens;
+  if (limit.value < max_position_embeddings && e.ids.size() > limit.value)
+    throw TokenizerError(fmt::format("sentence has {} tokens, more than {} ({})", e.ids.size(), limit.value,
+                                     limit.from));
+  if (e.ids.size() > max_position_embeddings)
     throw TokenizerError(fmt::format("sentence has {} tokens, more than max_position_embeddings {}",
-                                     e.ids.size(), max_tokens));
+                                     e.ids.size(), max_position_embeddings));
   return e;
 }
 

@@ -89,7 +89,7 @@ MutateResult run_mutations(const MutateInputs& in) {
     if (cases.empty()) throw std::invalid_argument("no mutation case named \"" + in.only + "\" (see --list)");
   }
 
-  const BertTokenizer tokenizer(in.checkpoint.vocab);
+  const BertTokenizer tokenizer(in.checkpoint.vocab, in.checkpoint.tokenizer);
   const Judge judge(in.checkpoint, in.tolerances, Rule::derived);
   const runtime::Encoder runtime(in.checkpoint.config, in.checkpoint.weights);
   std::vector<Encoding> encodings;  // every sentence checked before any is run

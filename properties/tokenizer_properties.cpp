@@ -99,7 +99,7 @@ RC_GTEST_PROP(TokenizerProperties, WhitespaceSeparatedLowerCaseVocabWordsComeBac
 RC_GTEST_PROP(TokenizerProperties, NoPieceHasMoreThanMaxInputCharsPerWordCharacters, ()) {
   const size_t max_chars = static_cast<size_t>(*rc::gen::inRange(1, 13));
   const std::string text = *prop::unicode_text(24);
-  const BertTokenizer tokenizer(bert_vocab(), true, max_chars);
+  const BertTokenizer tokenizer(bert_vocab(), {.max_input_chars_per_word = {max_chars, "the property"}});
   bool too_long = false;
   for (const std::string& word : tokenizer.basic_tokenize(text)) {
     too_long = too_long || code_points(word) > max_chars;

@@ -420,7 +420,7 @@ TEST_P(ClosedForm, EveryHeadShowsTheClosedFormAnswer) {
   const Checkpoint ck = load_checkpoint(test::fixture(GetParam().fixture));
   const PlantedSink plant(ck.config, GetParam().seed, GetParam().heads);
   size_t undefined = 0;
-  const BertTokenizer tokenizer(ck.vocab);
+  const BertTokenizer tokenizer(ck.vocab, ck.tokenizer);
   const runtime::Encoder encoder(ck.config, ck.weights);
   for (const char* text : {"The nurse handed the doctor the scissors.", "Doctors heal.",
                            "Tokenization splits unaffable words into several pieces."}) {
@@ -502,7 +502,7 @@ TEST(WordRows, NoWeightIsUndefinedButANaNIsAGateFailure) {
 TEST(PlantedSink, SpecialTokensCarryThePlantedValueNormRatio) {
   const Checkpoint& ck = planted();
   const PlantedSink plant(ck.config, 3);
-  const Encoding enc = BertTokenizer(ck.vocab).encode("the the", 512);
+  const Encoding enc = BertTokenizer(ck.vocab, ck.tokenizer).encode("the the", 512);
   for (int l = 0; l < 4; ++l)
     for (int h = 0; h < 4; ++h) {
       const auto a = plant.answer(enc.ids, ck.vocab.cls_id(), ck.vocab.sep_id(), l, h);
@@ -578,7 +578,7 @@ TEST(AuditRun, ACorpusStreamsInBatchesCountsEveryRowAndShowsTheFirstSentences) {
   EXPECT_EQ(progress.back(), std::make_pair(n, n));
   EXPECT_GT(progress.size(), 1u);  // more than one batch
 
-  const BertTokenizer tokenizer(planted().vocab);
+  const BertTokenizer tokenizer(planted().vocab, planted().tokenizer);
   size_t rows = 0, shown = 0;
   for (size_t i = 0; i < n; ++i) {
     const size_t words = tokenizer.encode(generated_sentence(7, i), 512).words.size();

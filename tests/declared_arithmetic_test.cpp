@@ -26,7 +26,7 @@ const Tolerances& tolerances() {
   return t;
 }
 Encoding sentence(const std::string& text) {
-  return encode_sentence(BertTokenizer(bert_mini().vocab), {"s", text, 0}, 512, "test");
+  return encode_sentence(BertTokenizer(bert_mini().vocab, bert_mini().tokenizer), {"s", text, 0}, 512, "test");
 }
 const Encoding& nurse() {
   static const Encoding e = sentence("The nurse handed the doctor the scissors.");

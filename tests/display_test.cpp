@@ -39,7 +39,7 @@ const Instrument& residual_instrument() {
   return i;
 }
 const Encoding& nurse() {
-  static const Encoding e = encode_sentence(BertTokenizer(bert_mini().vocab),
+  static const Encoding e = encode_sentence(BertTokenizer(bert_mini().vocab, bert_mini().tokenizer),
                                             {"s", "The nurse handed the doctor the scissors.", 0}, 512, "test");
   return e;
 }
@@ -53,7 +53,7 @@ TEST(Display, TheRuntimeShowsWhatTheTruthShowsOnEveryRow) {
     const VerifyResult r = verify(bert_mini(), runtime_candidate(), sentences, test::sentences_file(), tolerances(),
                                   {.instrument = in});
     ASSERT_TRUE(r.display);
-    const BertTokenizer tokenizer(bert_mini().vocab);
+    const BertTokenizer tokenizer(bert_mini().vocab, bert_mini().tokenizer);
     size_t expected = 0;
     for (const Sentence& s : sentences) expected += encode_sentence(tokenizer, s, 512, "test").words.size();
     EXPECT_EQ(r.display->rows, expected * in->lenses.size());

@@ -84,3 +84,29 @@ TEST(Inspect, AMissingCheckpointIsBadInputNamingIt) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(missing.string() + ": not a checkpoint directory"), std::string::npos) << r.output;
 }
+
+TEST(Inspect, ShowsTheFolderVocabularyAndEachTokenizerSettingWithItsFile) {
+  const auto minilm = std::filesystem::path(LENSCHECK_BERT_VOCAB).parent_path();
+  const auto json_file = test::temp_dir("inspect") / "inspect.json";
+  const test::CommandResult r =
+      test::run_cli("inspect --model " + test::quoted(minilm) + " --json " + test::quoted(json_file));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string st_config = (minilm / "sentence_bert_config.json").string();
+  const std::string hf_config = (minilm / "tokenizer_config.json").string();
+  const std::vector<std::string> lines = {
+      "found as modules.json: the Transformer module is the folder itself (path \"\")\n",
+      "vocabulary: 30522 tokens from " + (minilm / "tokenizer.json").string() + ";",
+      "  lower case: yes (do_lower_case in " + hf_config + ")\n",
+      "  strip accents: yes, as lower case (strip_accents in " + hf_config + ")\n",
+      "  lower-case the whole text first (sentence-transformers): no (do_lower_case in " + st_config + ")\n",
+      "  max tokens a sentence, [CLS] and [SEP] included: 256 (max_seq_length in " + st_config + ")\n",
+      "vocab.txt holds the same tokens with the same ids\n"};
+  for (const std::string& line : lines) EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+
+  const nlohmann::json j = nlohmann::json::parse(test::read_file(json_file));
+  EXPECT_EQ(j["vocabulary"]["file"], (minilm / "tokenizer.json").string());
+  EXPECT_EQ(j["tokenizer"]["strip_accents"],
+            nlohmann::json({{"value", nullptr}, {"applied", true}, {"from", "strip_accents in " + hf_config}}));
+  EXPECT_EQ(j["tokenizer"]["max_tokens"]["value"], 256);
+  EXPECT_EQ(j["tokenizer"]["max_tokens"]["from"], "max_seq_length in " + st_config);
+}

@@ -22,7 +22,7 @@ const Tolerances& tolerances() {
   return t;
 }
 const Encoding& nurse() {
-  static const Encoding e = encode_sentence(BertTokenizer(trained_mini().vocab),
+  static const Encoding e = encode_sentence(BertTokenizer(trained_mini().vocab, trained_mini().tokenizer),
                                             {"nurse", "The nurse handed the doctor the scissors.", 0}, 512, "test");
   return e;
 }

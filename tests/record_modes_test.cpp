@@ -23,7 +23,7 @@ const Checkpoint& bert_mini() {
 }
 
 Encoding nurse() {
-  return BertTokenizer(bert_mini().vocab).encode("The nurse handed the doctor the scissors.", 512);
+  return BertTokenizer(bert_mini().vocab, bert_mini().tokenizer).encode("The nurse handed the doctor the scissors.", 512);
 }
 
 std::vector<std::string> instrument_names(int layers, Record record) {

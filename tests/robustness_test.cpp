@@ -396,7 +396,7 @@ TEST(BadSentences, SentenceLongerThanMaxPositionEmbeddingsIsNeverTruncated) {
                        "line 4: sentence \"long\": sentence has 65 tokens, more than "
                        "max_position_embeddings 64");
   // The limit itself is allowed.
-  const BertTokenizer tokenizer(tiny().vocab);
+  const BertTokenizer tokenizer(tiny().vocab, tiny().tokenizer);
   EXPECT_EQ(encode_sentence(tokenizer, {"edge", words(62), 1}, 64, "s.yaml").ids.size(), 64u);
 }
 
@@ -423,7 +423,7 @@ TEST(BadSentences, ACorpusThatIsEmptyMissingOrHoldsAnOverLongLine) {
   const std::vector<Sentence> batch = stream.next(10);
   ASSERT_EQ(batch.size(), 2u);
   EXPECT_EQ(batch[1].id, "line-3");
-  const BertTokenizer tokenizer(tiny().vocab);
+  const BertTokenizer tokenizer(tiny().vocab, tiny().tokenizer);
   expect_input_error([&] { encode_sentence(tokenizer, batch[1], 64, dir / "long.txt"); }, dir / "long.txt",
                      "line 3: sentence \"line-3\": sentence has 65 tokens, more than max_position_embeddings 64");
   EXPECT_TRUE(stream.next(10).empty());
@@ -580,7 +580,7 @@ void expect_bit_identical(const Trace& a, const Trace& b) {
 
 TEST(Determinism, RuntimeTraceIsBitIdenticalAcrossRunsAndEncoders) {
   const Checkpoint ck = load_checkpoint(test::bert_mini());
-  const BertTokenizer tokenizer(ck.vocab);
+  const BertTokenizer tokenizer(ck.vocab, ck.tokenizer);
   const Encoding nurse = tokenizer.encode("The nurse handed the doctor the scissors.", 512);
   const Encoding other = tokenizer.encode("A completely different sentence, of other length!", 512);
 

@@ -155,7 +155,7 @@ TEST(VerifyEndToEnd, ACheckpointWhoseAttentionSaturatesPassesTheDerivedGate) {
   for (const SentenceVerdict& v : r.sentences)
     for (const TensorComparison& t : v.gate.tensors) EXPECT_GT(t.elements, 0u) << t.name;
   // What makes it saturated, on the runtime's own trace of one sentence.
-  const Encoding enc = BertTokenizer(ck.vocab).encode("The nurse handed the doctor the scissors.", 512);
+  const Encoding enc = BertTokenizer(ck.vocab, ck.tokenizer).encode("The nurse handed the doctor the scissors.", 512);
   const Trace trace = runtime::Encoder(ck.config, ck.weights).forward(enc);
   const Tensor& scores = *trace.find("layer.0.attention.scores");
   const Tensor& probs = *trace.find("layer.0.attention.probs");
@@ -299,7 +299,7 @@ TEST(VerifyEndToEnd, ALongSentenceFileRunsInPartsAndIsJudgedWhole) {
 // A folder of reference traces is a candidate like any other, one sentence per file; two traces of one
 // sentence (say, two builds of the same runtime) are each judged as their own file, in name order.
 TEST(VerifyEndToEnd, ReferenceTracesOfOneSentenceAreEachJudgedAsTheirOwnFile) {
-  const Encoding enc = BertTokenizer(bert_mini().vocab).encode("The nurse handed the doctor the scissors.", 512);
+  const Encoding enc = BertTokenizer(bert_mini().vocab, bert_mini().tokenizer).encode("The nurse handed the doctor the scissors.", 512);
   const Trace good = runtime::Encoder(bert_mini().config, bert_mini().weights).forward(enc);
   Trace bad = good;
   for (double& x : bad.find("layer.2.attention.value")->values) x *= 1.01;
