@@ -594,8 +594,8 @@ nlohmann::ordered_json audit_json(const AuditResult& r) {
   }
   if (!r.depth.empty())
     j["depth_medians_over"] = {{"norm_ratios", "sentence × head"},
-                               {"sink_share", "sentence × head × word row; sentence × word row under a lens that "
-                                              "sums a layer's heads"}};
+                               {"sink_share", "sentence × head × word row (sentence × word row under a lens "
+                                              "that sums a layer's heads)"}};
   j["norm_ratios"] = {{"value_cls", ratio_json(r.cls_value)}, {"value_sep", ratio_json(r.sep_value)},
                       {"transformed_cls", ratio_json(r.cls_transformed)}, {"transformed_sep", ratio_json(r.sep_transformed)}};
   for (const NormRatio& n : r.ratios)
