@@ -17,7 +17,7 @@ for config in .deps/models/*/config.json; do
   audit --plan fixtures/studies/real-bert-sink-austen.yaml --model "$model" \
     --out "$out/$name/real-bert-sink-austen"
   phase verify build/lenscheck verify --model "$model" --sentences build/fixtures/northanger-abbey.txt --limit 1000 \
-    --tolerances fixtures/tolerances.yaml \
+    --tolerances fixtures/tolerances.yaml --plan fixtures/studies/norm-weighted-attention.yaml \
     --report "$out/$name/verify-northanger.md" --json "$out/$name/verify-northanger.json" || keep $?
 done
 python3 scripts/real-index.py "$out" || keep $?

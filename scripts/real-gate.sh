@@ -10,16 +10,18 @@ cd "$(dirname "$0")/.."
 out="${1:-reports/real}"
 start=$(date +%s.%N)
 source scripts/gate-phases.sh
+# The data files named relative to the checkout, so that the reports name them so (their defaults are absolute).
+data=(--sentences fixtures/sentences.yaml --tolerances fixtures/tolerances.yaml
+      --plan fixtures/studies/norm-weighted-attention.yaml)
 for config in .deps/models/*/config.json; do
   model=$(dirname "$config")
   name=$(basename "$model")
   mkdir -p "$out/$name"
   phase inspect build/lenscheck inspect --model "$model" >"$out/$name/inspect.txt" || keep $?
-  phase verify build/lenscheck verify --model "$model" --sentences fixtures/sentences.yaml \
-    --tolerances fixtures/tolerances.yaml \
+  phase verify build/lenscheck verify --model "$model" "${data[@]}" \
     --report "$out/$name/verify.md" --json "$out/$name/verify.json" --junit "$out/$name/verify.junit.xml" || keep $?
-  phase mutate build/lenscheck mutate --model "$model" --report "$out/$name/mutate.md" --json "$out/$name/mutate.json" ||
-    keep $?
+  phase mutate build/lenscheck mutate --model "$model" "${data[@]}" \
+    --report "$out/$name/mutate.md" --json "$out/$name/mutate.json" || keep $?
   audit --plan fixtures/studies/real-bert-sink.yaml --model "$model" --out "$out/$name/real-bert-sink"
 done
 python3 scripts/real-index.py "$out" || keep $?

@@ -49,6 +49,18 @@ def mutate_cell(path):
            f"{s['non_equivalent']} killed, {s['equivalent']} equivalent, {s['borderline']} borderline"
 
 
+def criteria(audits):
+    """Per checkpoint, what the verdict read and what it ran on: the index keeps them where a report is too
+    large to commit (reports/real/.gitignore)."""
+    lines = ["Abandon criteria, measured (holds: **yes**), and what ran, per checkpoint:", ""]
+    for _, a in audits:
+        measured = "; ".join(f"{c['criterion']}: {c['value']:.4g} ({'**yes**' if c['holds'] else 'no'})"
+                             for c in a["criteria"])
+        lines.append(f"- **{audit_index.checkpoint(a)}**: {measured}. Model SHA-256 `{a['hashes']['model']}`, "
+                     f"sentences SHA-256 `{a['hashes']['sentences']}`, build `{a['build']}`.")
+    return lines
+
+
 def main(real):
     real = pathlib.Path(real)
     models = sorted(d for d in real.iterdir() if d.is_dir())
@@ -57,7 +69,9 @@ def main(real):
              "judged against the libtorch oracle on the 14 instrument sentences (`verify`), the mutation catalogue "
              "(`mutate`), and the seed's question asked of models that learned their attention, in studies "
              "registered before any audit of a real model. Written by `scripts/real-gate.sh` (in the main command) "
-             "and `scripts/real-corpus.sh` (the corpus-scale part, by hand).", "",
+             "and `scripts/real-corpus.sh` (the corpus-scale part, by hand). The corpus audits' own reports and "
+             "the per-tensor and per-row JSON are not committed (`.gitignore` here): the tables below keep their "
+             "figures, criteria and hashes.", "",
              "## The gate", "",
              "| checkpoint | config | verify (fixtures/sentences.yaml) | verify (Northanger Abbey, first 1 000 "
              "sentences) | mutate | " + " | ".join(STUDIES) + " |",
@@ -74,7 +88,7 @@ def main(real):
         audits = audit_index.load(dirs)
         out = real / "README.md"
         lines += ["", f"## {study}", ""] + audit_index.header(audits, "checkpoint") + [""] + \
-            audit_index.sink_shares(audits, out)
+            audit_index.sink_shares(audits, out) + [""] + criteria(audits)
         if audit_index.mixing(audits):
             lines += [""] + audit_index.mixing(audits, "###")
         lines += [""] + audit_index.depth(audits, "###")
