@@ -22,8 +22,6 @@ size_t lens_index(const StudyPlan& plan, Lens lens) {
   return static_cast<size_t>(std::find(plan.lenses.begin(), plan.lenses.end(), lens) - plan.lenses.begin());
 }
 
-RatioSummary summarise(const RatioTally& t) { return {t.values.median(), t.below_one, t.values.count()}; }
-
 const double kLogGamma = std::log((1 + Histogram::kRatioError) / (1 - Histogram::kRatioError));
 const int64_t kLowestRatioBucket = int64_t(std::floor(std::log(1e-9) / kLogGamma));
 const int64_t kHighestRatioBucket = int64_t(std::floor(std::log(1e9) / kLogGamma));
@@ -117,9 +115,27 @@ void RatioTally::add(double x) {
   below_one += x < 1.0;
 }
 
+RatioSummary RatioTally::summary() const { return {values.median(), below_one, values.count()}; }
+
 void RatioTally::merge(const RatioTally& o) {
   values.merge(o.values);
   below_one += o.below_one;
+}
+
+void LayerDepth::add(size_t lens, const WordRow& row) {
+  if (const auto share = row.sink_share())
+    shares.at(lens).add(*share);
+  else
+    ++undefined.at(lens);
+}
+
+void LayerDepth::merge(const LayerDepth& o) {
+  cls_value.merge(o.cls_value);
+  sep_value.merge(o.sep_value);
+  for (size_t li = 0; li < shares.size(); ++li) {
+    shares[li].merge(o.shares.at(li));
+    undefined[li] += o.undefined.at(li);
+  }
 }
 
 bool AuditResult::abandon() const {
@@ -186,6 +202,18 @@ void AuditTally::add(const NormRatio& n) {
   sep_value.add(n.sep_value);
   cls_transformed.add(n.cls_transformed);
   sep_transformed.add(n.sep_transformed);
+  LayerDepth& layer = depth_of(size_t(n.head.layer));
+  layer.cls_value.add(n.cls_value);
+  layer.sep_value.add(n.sep_value);
+}
+
+LayerDepth& AuditTally::depth_of(size_t layer) {
+  if (depth.size() <= layer) depth.resize(layer + 1, LayerDepth(stats.size()));
+  return depth[layer];
+}
+
+void AuditTally::add(const std::vector<LayerDepth>& layers) {
+  for (size_t l = 0; l < layers.size(); ++l) depth_of(l).merge(layers[l]);
 }
 
 void LayerMixing::merge(const LayerMixing& o) {
@@ -233,6 +261,7 @@ void AuditTally::merge(const AuditTally& o) {
   cls_transformed.merge(o.cls_transformed);
   sep_transformed.merge(o.sep_transformed);
   add(o.mixing);
+  add(o.depth);
 }
 
 void AuditTally::finish(AuditResult& r) const {
@@ -247,11 +276,12 @@ void AuditTally::finish(AuditResult& r) const {
   for (const auto& t : thresholds)
     if (t) r.share_thresholds.push_back(*t);
   r.total_rows = stats.empty() ? 0 : stats[0].rows;
-  r.cls_value = summarise(cls_value);
-  r.sep_value = summarise(sep_value);
-  r.cls_transformed = summarise(cls_transformed);
-  r.sep_transformed = summarise(sep_transformed);
+  r.cls_value = cls_value.summary();
+  r.sep_value = sep_value.summary();
+  r.cls_transformed = cls_transformed.summary();
+  r.sep_transformed = sep_transformed.summary();
   r.mixing = mixing;
+  r.depth = depth;
   r.criteria.clear();
   for (size_t ci = 0; ci < r.plan.abandon_if.size(); ++ci) {
     const AbandonCriterion& c = r.plan.abandon_if[ci];
@@ -419,6 +449,9 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
     std::vector<std::vector<AuditRow>> rows(sentences.size());
     std::vector<std::vector<NormRatio>> ratios(sentences.size());
     std::vector<std::vector<LayerMixing>> mixed(sentences.size());  // each sentence's mixing ratios, per layer
+    // Each sentence's head rows, every head of every layer under every lens, per layer.
+    std::vector<std::vector<LayerDepth>> depths(sentences.size(),
+                                                std::vector<LayerDepth>(size_t(L), LayerDepth(plan.lenses.size())));
     parallel_for(sentences.size(), options.threads, [&](size_t i) {
       const Sentence& s = sentences[i];
       const Encoding enc = encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), plan.sentences);
@@ -427,8 +460,12 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
       const WordLayout layout = WordLayout::of(trace);
       for (int w = 0; w < static_cast<int>(layout.words.size()); ++w) {
         AuditRow row{s.id, w, enc.words, {}, ordinals[i]};
-        for (Lens lens : plan.lenses)
-          row.by_lens.push_back(instrument_row(trace, layout, lens, w, plan.head_rule, L, H, options.row_edit));
+        for (size_t li = 0; li < plan.lenses.size(); ++li) {
+          // Every head's row, for the depth; the instrument shows the one the rule opens (instrument_row).
+          std::vector<WordRow> heads = head_rows(trace, layout, plan.lenses[li], w, L, H, options.row_edit);
+          for (const WordRow& head : heads) depths[i][size_t(head.head.layer)].add(li, head);
+          row.by_lens.push_back(std::move(heads[opened_head(heads, plan.head_rule, H)]));
+        }
         rows[i].push_back(std::move(row));
       }
       const size_t T = enc.ids.size();
@@ -455,6 +492,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
         if (shown) p.shown_ratios.push_back(n);
       }
       p.tally.add(mixed[i]);
+      p.tally.add(depths[i]);
     }
     if (options.progress) options.progress(reported = p.corpus_sentences, stream.total());
   }

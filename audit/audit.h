@@ -114,17 +114,31 @@ struct LayerMixing {
   void merge(const LayerMixing& other);
 };
 
-// One of the four norm ratios over every sentence × head pair.
+struct RatioSummary {
+  double median = 0;
+  size_t below_one = 0, count = 0;
+};
+
+// A norm ratio over sentence × head pairs: one of the four over every layer, or one layer's (LayerDepth).
 struct RatioTally {
   Histogram values{Histogram::Scale::ratio};
   size_t below_one = 0;
   void add(double x);
   void merge(const RatioTally& other);
+  RatioSummary summary() const;
 };
 
-struct RatioSummary {
-  double median = 0;
-  size_t below_one = 0, count = 0;
+// One layer over every head, not only the one the instrument opens: [CLS]'s and [SEP]'s value-norm ratios
+// (NormRatio's, over sentence × head) and the sink share of every head's word row under each lens of the
+// plan (over sentence × head × word row; under a per-layer lens, its one row a layer: sentence × word row).
+// Histograms and counts, so that shards merge exactly and memory does not grow with the corpus.
+struct LayerDepth {
+  explicit LayerDepth(size_t lenses) : shares(lenses, Histogram(Histogram::Scale::share)), undefined(lenses, 0) {}
+  RatioTally cls_value, sep_value;
+  std::vector<Histogram> shares;  // plan.lenses order: the defined sink shares
+  std::vector<size_t> undefined;  // plan.lenses order: rows that carry no weight at all
+  void add(size_t lens, const WordRow& row);
+  void merge(const LayerDepth& other);
 };
 
 struct CriterionResult {
@@ -161,6 +175,7 @@ struct AuditResult {
   std::vector<ThresholdCount> share_thresholds;
   std::vector<NormRatio> ratios;  // of the shown sentences
   std::vector<LayerMixing> mixing;  // per layer; empty unless the plan shows residual_layernorm
+  std::vector<LayerDepth> depth;    // per layer
   RatioSummary cls_value, sep_value, cls_transformed, sep_transformed;
   std::vector<CriterionResult> criteria;
   std::vector<RecordedCheck> recorded;
@@ -177,8 +192,9 @@ struct AuditTally {
   using ThresholdCount = AuditResult::ThresholdCount;
   explicit AuditTally(const StudyPlan& plan);
   void add(const AuditRow& row);
-  void add(const NormRatio& ratio);
+  void add(const NormRatio& ratio);                  // pooled, and into its layer's depth
   void add(const std::vector<LayerMixing>& mixing);  // per layer, one sentence's
+  void add(const std::vector<LayerDepth>& depth);    // per layer, one sentence's head rows
   void merge(const AuditTally& other);           // of the same plan
   void finish(AuditResult& result) const;        // stats, ratio summaries, criteria of result.plan
 
@@ -188,6 +204,10 @@ struct AuditTally {
   std::vector<std::optional<ThresholdCount>> thresholds;  // per plan criterion
   RatioTally cls_value, sep_value, cls_transformed, sep_transformed;
   std::vector<LayerMixing> mixing;               // per layer, as AuditResult::mixing
+  std::vector<LayerDepth> depth;                 // per layer, as AuditResult::depth
+
+ private:
+  LayerDepth& depth_of(size_t layer);            // grown to hold `layer`
 };
 
 // Sentences done so far and in all, after each batch.

@@ -14,7 +14,7 @@ namespace lenscheck {
 namespace {
 
 using Json = nlohmann::ordered_json;
-constexpr const char* kFormat = "lenscheck audit partial 3";
+constexpr const char* kFormat = "lenscheck audit partial 4";
 
 // JSON has no infinity (a norm ratio over content norms of 0) nor NaN: those go as strings.
 Json number(double x) { return std::isfinite(x) ? Json(x) : Json(fmt::format("{}", x)); }
@@ -123,6 +123,13 @@ void write_partial(const AuditPartial& p, const std::filesystem::path& out) {
     j["mixing_ratios"].push_back({{"attention", histogram_json(m.attention)},
                                   {"residual", histogram_json(m.residual)},
                                   {"residual_layernorm", histogram_json(m.residual_layernorm)}});
+  j["depth"] = Json::array();
+  for (const LayerDepth& d : t.depth) {
+    Json lenses = Json::array();
+    for (size_t li = 0; li < d.shares.size(); ++li)
+      lenses.push_back({{"sink_shares", histogram_json(d.shares[li])}, {"undefined", d.undefined[li]}});
+    j["depth"].push_back({{"value_cls", ratio_json(d.cls_value)}, {"value_sep", ratio_json(d.sep_value)}, {"lenses", lenses}});
+  }
   j["shown_rows"] = Json::array();
   for (const AuditRow& row : p.shown_rows) j["shown_rows"].push_back(row_json(row));
   j["shown_ratios"] = Json::array();
@@ -207,6 +214,17 @@ AuditPartial read_partial(const StudyPlan& plan, const std::filesystem::path& fi
       read_histogram(m.at("attention"), layer.attention);
       read_histogram(m.at("residual"), layer.residual);
       read_histogram(m.at("residual_layernorm"), layer.residual_layernorm);
+    }
+    for (const Json& d : j.at("depth")) {
+      LayerDepth& layer = t.depth.emplace_back(t.stats.size());
+      read_ratio(d.at("value_cls"), layer.cls_value);
+      read_ratio(d.at("value_sep"), layer.sep_value);
+      const Json& lenses = d.at("lenses");
+      if (lenses.size() != t.stats.size()) throw InputError(file, "has other lenses than the plan");
+      for (size_t li = 0; li < lenses.size(); ++li) {
+        read_histogram(lenses[li].at("sink_shares"), layer.shares[li]);
+        layer.undefined[li] = lenses[li].at("undefined");
+      }
     }
     for (const Json& row : j.at("shown_rows")) p.shown_rows.push_back(audit_row(row, t.stats.size()));
     for (const Json& n : j.at("shown_ratios")) p.shown_ratios.push_back(norm_ratio(n));

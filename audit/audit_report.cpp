@@ -391,6 +391,42 @@ std::string mixing_table(const AuditResult& r) {
          table.markdown() + "\n";
 }
 
+// Per layer, every head: the special tokens' value-norm ratios and the sink share of every head's row under each
+// lens, the depth at which the sink lives, which the rows the instrument opens (one head a row) do not show.
+std::string depth_table(const AuditResult& r) {
+  if (r.depth.empty()) return "";
+  std::vector<std::string> header = {"layer", "‖v‖ [CLS]", "‖v‖ [SEP]"};
+  for (Lens lens : r.plan.lenses) header.push_back(lens_name(lens));
+  MarkdownTable table(header);
+  for (size_t l = 0; l < r.depth.size(); ++l) {
+    const LayerDepth& d = r.depth[l];
+    std::vector<std::string> cells = {fmt::to_string(l), fmt::format("{:.2f}×", d.cls_value.values.median()),
+                                      fmt::format("{:.2f}×", d.sep_value.values.median())};
+    for (size_t li = 0; li < d.shares.size(); ++li) {
+      const std::string undefined = d.undefined[li] ? fmt::format(" ({} undefined)", d.undefined[li]) : "";
+      cells.push_back((d.shares[li].count() ? pct(d.shares[li].median()) : "—") + undefined);
+    }
+    table.row(cells);
+  }
+  // The rows each median reads a layer (every layer has as many), the lenses with the same count together.
+  std::vector<std::pair<uint64_t, std::vector<std::string>>> counts;
+  for (size_t li = 0; li < r.plan.lenses.size(); ++li) {
+    const uint64_t rows = r.depth[0].shares[li].count() + r.depth[0].undefined[li];
+    if (counts.empty() || counts.back().first != rows) counts.push_back({rows, {}});
+    counts.back().second.push_back(lens_name(r.plan.lenses[li]));
+  }
+  std::vector<std::string> per_lens;
+  for (const auto& [rows, lenses] : counts) per_lens.push_back(fmt::format("{} under {}", rows, fmt::join(lenses, ", ")));
+  return fmt::format("\n## Depth: every head of every layer\n\nPer layer, every head (not only the one the instrument "
+                     "opens) of every sentence: ‖v‖ of [CLS] and of [SEP] over the mean ‖v‖ of the sentence's content "
+                     "tokens, median over sentence × head ({} pairs a layer); the sink share ([CLS] + [SEP]) / row total "
+                     "of every head's word row under each lens, median over sentence × head × word row, or sentence × "
+                     "word row under a lens that sums a layer's heads (rows a layer: {}). Undefined rows (no weight at "
+                     "all) are in no median.\n\n",
+                     r.depth[0].cls_value.values.count(), fmt::join(per_lens, "; ")) +
+         table.markdown();
+}
+
 // The sink's share of each row's context (the row without its word's own weight), per lens: what a lens that
 // adds the word's own residual does not dilute. Read beside the sink-share table; no criterion unless the
 // plan names median_context_sink_share.
@@ -473,6 +509,7 @@ std::string audit_markdown(const AuditResult& r) {
                                 std::pair{"‖f(x)‖ [CLS]", &r.cls_transformed}, std::pair{"‖f(x)‖ [SEP]", &r.sep_transformed}})
     ratios.row({name, fmt::format("{:.2f}×", s->median), fmt::format("{} of {}", s->below_one, s->count)});
   md += "## Norm of the special tokens relative to the mean content token (per sentence × head)\n\n" + ratios.markdown();
+  md += depth_table(r);
   if (!r.recorded.empty()) {
     MarkdownTable recorded(
         {"sentence", "word", "lens", "head", "target", "displayed", "sink share", "raw share", "result"});
@@ -541,6 +578,24 @@ nlohmann::ordered_json audit_json(const AuditResult& r) {
                                   {"residual", r.mixing[l].residual.median()},
                                   {"residual_layernorm", r.mixing[l].residual_layernorm.median()},
                                   {"content_tokens", r.mixing[l].attention.count()}});
+  for (size_t l = 0; l < r.depth.size(); ++l) {
+    const LayerDepth& d = r.depth[l];
+    nlohmann::ordered_json lenses = nlohmann::ordered_json::array();
+    for (size_t li = 0; li < d.shares.size(); ++li)
+      lenses.push_back({{"lens", lens_name(r.plan.lenses[li])},
+                        {"median_sink_share", d.shares[li].count() ? nlohmann::ordered_json(d.shares[li].median())
+                                                                   : nlohmann::ordered_json()},
+                        {"rows", d.shares[li].count()},
+                        {"undefined", d.undefined[li]}});
+    j["depth"].push_back({{"layer", l},
+                          {"value_cls", ratio_json(d.cls_value.summary())},
+                          {"value_sep", ratio_json(d.sep_value.summary())},
+                          {"sink_share", lenses}});
+  }
+  if (!r.depth.empty())
+    j["depth_medians_over"] = {{"norm_ratios", "sentence × head"},
+                               {"sink_share", "sentence × head × word row (sentence × word row under a lens "
+                                              "that sums a layer's heads)"}};
   j["norm_ratios"] = {{"value_cls", ratio_json(r.cls_value)}, {"value_sep", ratio_json(r.sep_value)},
                       {"transformed_cls", ratio_json(r.cls_transformed)}, {"transformed_sep", ratio_json(r.sep_transformed)}};
   for (const NormRatio& n : r.ratios)

@@ -6,13 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-reports}"
 start=$(date +%s.%N)
-phase() {  # phase NAME COMMAND...: runs it and prints its wall time
-  local t0 status=0
-  t0=$(date +%s.%N)
-  "${@:2}" || status=$?
-  awk -v n="$1" -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "phase %-7s %.2f s\n", n, b - a }' >&2
-  return "$status"
-}
+source scripts/gate-phases.sh
 phase verify build/lenscheck verify --model build/fixtures/bert-mini --sentences fixtures/sentences.yaml \
   --tolerances fixtures/tolerances.yaml \
   --report "$out/verify.md" --json "$out/verify.json" --junit "$out/verify.junit.xml"
@@ -21,15 +15,9 @@ phase verify build/lenscheck verify --model build/fixtures/bert-mini --sentences
 phase mutate build/lenscheck mutate --model build/fixtures/bert-mini --model build/fixtures/trained-mini \
   --model build/fixtures/bert-base-shape --model build/fixtures/planted-sink --model build/fixtures/saturated-sink \
   --report "$out/mutate.md" --json "$out/mutate.json"
-# Exit 0 PROCEED, 3 ABANDON: both are verdicts, not failures of the gate. The third audit runs the
-# first study at corpus scale on real English (Pride and Prejudice, written by scripts/build.sh) on
-# trained-mini.
-status=0
-audit() {  # audit ARGS...: a verdict either way; any other exit is the gate's failure (the first one kept)
-  local s=0
-  phase audit build/lenscheck audit "$@" || s=$?
-  [ "$s" -eq 0 ] || [ "$s" -eq 3 ] || [ "$status" -ne 0 ] || status=$s
-}
+# Exit 0 PROCEED, 3 ABANDON: both are verdicts, not failures of the gate (audit, scripts/gate-phases.sh).
+# The third audit runs the first study at corpus scale on real English (Pride and Prejudice, written by
+# scripts/build.sh) on trained-mini.
 for plan in norm-weighted-attention saturated-sink norm-weighted-attention-pride-and-prejudice; do
   audit --plan "fixtures/studies/$plan.yaml" --out "$out/$plan"
 done
@@ -41,6 +29,6 @@ for model in planted-sink saturated-sink trained-mini bert-mini bert-base-shape;
     --out "$out/residual-layernorm-sink/$model"
   residual+=("$out/residual-layernorm-sink/$model")
 done
-python3 scripts/audit-index.py "$out/residual-layernorm-sink/README.md" "${residual[@]}" || { s=$?; [ "$status" -ne 0 ] || status=$s; }
+python3 scripts/audit-index.py "$out/residual-layernorm-sink/README.md" "${residual[@]}" || keep $?
 awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "phase total   %.2f s\n", b - a }' >&2
 [ "$status" -eq 0 ]

