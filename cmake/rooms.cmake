@@ -19,6 +19,6 @@ set(LENSCHECK_USES_cli model runtime oracle common synth inspect instrument gate
 # includes them.
 set(LENSCHECK_ABOVE_ROOMS tests properties bench fuzz)
 # torch (torch/, ATen/, c10/, caffe2/) is the oracle's alone: oracle/*.cpp include it, directly or
-# through oracle/'s private headers. Outside oracle/ a file includes only the oracle's public headers,
-# these, and they reach no torch, directly or through the headers they include.
+# through oracle/'s private headers (oracle/torch_oracle.h). Outside oracle/ a file includes only the
+# oracle's public headers, these, and they reach no torch, directly or through the headers they include.
 set(LENSCHECK_ORACLE_PUBLIC_HEADERS oracle/oracle.h)
