@@ -1,6 +1,6 @@
 #pragma once
 // The reference: the same encoder written with libtorch's own ops and modules, in fp32 or fp64.
-// torch headers stay in oracle/*.cpp; this header is torch-free.
+// torch headers stay in oracle/*.cpp and oracle/'s private headers; this header is torch-free.
 #include <cstdint>
 #include <memory>
 #include <stdexcept>

@@ -1,9 +1,10 @@
 # The layering check, run by the build before any room compiles and by CTest (layering): every
 # #include of a lenscheck header in a room names the room itself or a room cmake/rooms.cmake lets it
 # use, by its path from the repository root; torch (torch/, ATen/, c10/, caffe2/) is included only
-# in oracle/*.cpp, anywhere in the tree; a room's README lists what it may include as the table
-# does. Separate libraries alone would not catch a wrong include: every room sees the repository
-# root, and a header-only use links. Fails naming each wrong include.
+# in oracle/, anywhere in the tree; outside oracle/ a file includes only the oracle's public headers,
+# and these reach no torch, directly or through the headers they include; a room's README lists what
+# it may include as the table does. Separate libraries alone would not catch a wrong include: every
+# room sees the repository root, and a header-only use links. Fails naming each wrong include.
 #   cmake -DSOURCE_DIR=<tree> [-DROOMS_FILE=<table>] -P scripts/check-layering.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT DEFINED SOURCE_DIR)
@@ -27,6 +28,9 @@ foreach(room IN LISTS LENSCHECK_ROOMS)
 endforeach()
 
 set(torch_headers "^(torch|ATen|c10|caffe2)/")
+list(JOIN LENSCHECK_ORACLE_PUBLIC_HEADERS ", " oracle_public)
+# Each file's includes, kept (as global properties) for the walk from the oracle's public headers below:
+# lenscheck_includes_<file>, and lenscheck_torch_<file>, its first torch header.
 function(check_file file room)
   file(RELATIVE_PATH rel "${SOURCE_DIR}" "${file}")
   file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include")
@@ -37,9 +41,20 @@ function(check_file file room)
     set(quoted "${CMAKE_MATCH_1}")
     set(header "${CMAKE_MATCH_2}")
     if(header MATCHES "${torch_headers}")
-      if(NOT rel MATCHES "^oracle/[^/]*\\.cpp$")
-        list(APPEND problems "${rel}: includes <${header}>: torch is included only in oracle/*.cpp")
+      if(NOT rel MATCHES "^oracle/")
+        list(APPEND problems "${rel}: includes <${header}>: torch is included only in oracle/ (cmake/rooms.cmake)")
       endif()
+      get_property(known GLOBAL PROPERTY "lenscheck_torch_${rel}" SET)
+      if(NOT known)
+        set_property(GLOBAL PROPERTY "lenscheck_torch_${rel}" "<${header}>")
+      endif()
+      continue()
+    endif()
+    set_property(GLOBAL APPEND PROPERTY "lenscheck_includes_${rel}" "${header}")
+    if(header MATCHES "^oracle/" AND NOT rel MATCHES "^oracle/"
+       AND NOT header IN_LIST LENSCHECK_ORACLE_PUBLIC_HEADERS)
+      list(APPEND problems
+           "${rel}: includes ${header}, a private header of oracle/: outside it, include only ${oracle_public} (cmake/rooms.cmake)")
       continue()
     endif()
     if(NOT room)  # LENSCHECK_ABOVE_ROOMS: they may include any room
@@ -70,6 +85,34 @@ foreach(room IN LISTS LENSCHECK_ROOMS LENSCHECK_ABOVE_ROOMS)
   foreach(file IN LISTS files)
     check_file("${file}" "${as_room}")
   endforeach()
+endforeach()
+
+# The oracle's public headers reach no torch, through any chain of includes: "the route" is that chain.
+function(torch_route file visited route)
+  get_property(direct GLOBAL PROPERTY "lenscheck_torch_${file}")
+  if(direct)
+    set(${route} "${direct}" PARENT_SCOPE)
+    return()
+  endif()
+  list(APPEND visited "${file}")
+  get_property(included GLOBAL PROPERTY "lenscheck_includes_${file}")
+  foreach(header IN LISTS included)
+    if(NOT header IN_LIST visited)
+      torch_route("${header}" "${visited}" onwards)
+      if(onwards)
+        set(${route} "${header} → ${onwards}" PARENT_SCOPE)
+        return()
+      endif()
+    endif()
+  endforeach()
+  set(${route} "" PARENT_SCOPE)
+endfunction()
+foreach(public IN LISTS LENSCHECK_ORACLE_PUBLIC_HEADERS)
+  torch_route("${public}" "" reached)
+  if(reached)
+    list(APPEND problems
+         "${public}: reaches torch (${public} → ${reached}): the oracle's public headers are torch-free (cmake/rooms.cmake)")
+  endif()
 endforeach()
 
 # A room's README says what it may include, in the words of the table.

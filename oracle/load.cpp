@@ -1,0 +1,180 @@
+// Loading and the rounding probes: the constructors, computing_in, recomputing_in and simulating; the
+// weights as libtorch's fp32 or fp64 holds them (Oracle::load) or a simulated scheme stores them
+// (Oracle::load_simulated), each value moved one step of its format under a rounding probe.
+#include "oracle/oracle.h"
+
+#include <cmath>
+#include <limits>
+
+#include "model/quantize.h"
+#include "model/seeded_rng.h"
+#include "oracle/torch_oracle.h"
+
+namespace lenscheck::oracle {
+
+namespace {
+
+torch::Tensor to_torch(const Param& p, torch::Dtype dtype) {
+  auto t = torch::from_blob(const_cast<float*>(p.values.data()), p.shape, torch::kFloat32);
+  return t.to(dtype, /*non_blocking=*/false, /*copy=*/true);  // the oracle owns these weights, fp32 too
+}
+
+// Which way a rounding probe of `seed` moves the stored value number `index` (one draw per value): up
+// where that draw is odd.
+bool probe_up(uint64_t seed, uint64_t index) {
+  SeededRng draw(seed);
+  draw.skip(index);
+  return draw.next() & 1;
+}
+
+// A parameter as a probe of Oracle::load moves it: one float step, up or down.
+float probe_step(float value, bool up) {
+  const float inf = std::numeric_limits<float>::infinity();
+  return std::nextafter(value, up ? inf : -inf);
+}
+
+// A parameter as load_simulated stores it in `f`: rounded to f where f is coarser than the checkpoint's
+// fp32, then, under a probe, moved one step of f, up or down.
+double stored_in(const FloatFormat& f, float value, bool probe, bool up) {
+  const double v = f.digits < kBinary32.digits ? round_to(f, value) : value;
+  return probe ? step_in(f, v, up) : v;
+}
+
+}  // namespace
+
+// One direction per element of a tensor shaped `like`, up (true) or down, drawn from `rng` in order.
+torch::Tensor random_directions(SeededRng& rng, const torch::Tensor& like) {
+  auto up = torch::empty(like.sizes(), torch::kBool);
+  bool* u = up.data_ptr<bool>();
+  for (int64_t i = 0; i < up.numel(); ++i) u[i] = rng.next() & 1;
+  return up;
+}
+
+Oracle::Oracle() : impl_(std::make_unique<Impl>()) {}
+
+Oracle::Oracle(const BertConfig& config, const BertWeights& w, Precision precision, uint64_t rounding_probe)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->rounding_probe = rounding_probe;
+  translating_torch_errors(oracle_name(precision), "load the weights", [&] { load(config, w, precision); });
+}
+
+Oracle Oracle::computing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic,
+                            uint64_t rounding_probe) {
+  if (arithmetic == Arithmetic::fp32) return Oracle(config, w, Precision::fp32, rounding_probe);
+  return simulating(config, w, arithmetic, rounding_probe);
+}
+
+Oracle Oracle::recomputing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic) {
+  return simulating(config, w, arithmetic, 0);
+}
+
+Oracle Oracle::simulating(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic, uint64_t rounding_probe) {
+  Oracle o;
+  o.impl_->rounding_probe = rounding_probe;
+  translating_torch_errors(arithmetic_name(arithmetic) + " (simulated in fp64)", "load the weights",
+                           [&] { o.load_simulated(config, w, arithmetic); });
+  return o;
+}
+
+void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic) {
+  Impl& m = *impl_;
+  m.config = config;
+  m.dtype = torch::kFloat64;
+  m.simulated = arithmetic;
+  m.scheme = scheme_of(arithmetic);
+  const FloatFormat values = m.scheme.stored;
+  // Weights as the products read them: tf32's inputs, the stored format otherwise.
+  const FloatFormat weights = m.scheme.product_inputs.digits < values.digits ? m.scheme.product_inputs : values;
+  // One draw per stored value, in the order they are stored below: the probe's direction for each.
+  SeededRng rng(m.rounding_probe);
+  auto draws = [&](const torch::Tensor& like) { return random_directions(rng, like); };
+  // Element by element (round_to and step_in, which rounded and stepped follow): a BERT-base layer is
+  // millions of values, too many for a dozen whole-layer temporaries per oracle.
+  auto stored = [&](const Param& p, const FloatFormat& f) {
+    auto x = torch::empty(p.shape, torch::kFloat64);
+    double* out = x.data_ptr<double>();
+    for (size_t i = 0; i < p.values.size(); ++i)
+      out[i] = stored_in(f, p.values[i], m.rounding_probe, m.rounding_probe && (rng.next() & 1));
+    return x;
+  };
+  auto linear = [&](const Param& weight, const Param& bias) {
+    SimulatedLinear l;
+    l.b = stored(bias, values);
+    if (!m.scheme.quantized_linear) {
+      l.w = stored(weight, weights);
+      return l;
+    }
+    const QuantizedWeight qw = quantize_per_channel(weight);
+    l.q = torch::tensor(std::vector<int64_t>(qw.values.begin(), qw.values.end()), torch::kInt64)
+              .view({qw.out, qw.in}).to(torch::kFloat64);
+    if (m.rounding_probe) {  // one quantization step, inwards at the range's ends
+      const double limit = kInt8WeightLimit;
+      l.q = torch::where(draws(l.q), l.q + 1, l.q - 1);
+      l.q = torch::where(l.q > limit, torch::full_like(l.q, limit - 1), l.q);
+      l.q = torch::where(l.q < -limit, torch::full_like(l.q, 1 - limit), l.q);
+    }
+    l.scales = torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64);
+    return l;
+  };
+  // The word table's entries, the first values stored, are rounded and stepped as `stored` does, when read.
+  m.word_table = &w.word_embeddings;
+  m.word_value = [f = values, probe = m.rounding_probe](float value, uint64_t index) {
+    return stored_in(f, value, probe, probe && probe_up(probe, index));
+  };
+  rng.skip(w.word_embeddings.values.size());
+  m.position = stored(w.position_embeddings, values);
+  m.token_type = stored(w.token_type_embeddings, values);
+  m.ln_g = stored(w.embeddings_ln_g, values);
+  m.ln_b = stored(w.embeddings_ln_b, values);
+  for (const LayerWeights& L : w.layers) {
+    SimulatedLayer s;
+    s.query = linear(L.query_w, L.query_b);
+    s.key = linear(L.key_w, L.key_b);
+    s.value = linear(L.value_w, L.value_b);
+    s.attention_out = linear(L.attention_out_w, L.attention_out_b);
+    s.lens_wo = m.scheme.quantized_linear ? stored(L.attention_out_w, kBinary32) : s.attention_out.w;
+    s.ln1_g = stored(L.attention_ln_g, values);
+    s.ln1_b = stored(L.attention_ln_b, values);
+    s.intermediate = linear(L.intermediate_w, L.intermediate_b);
+    s.output = linear(L.output_w, L.output_b);
+    s.ln2_g = stored(L.output_ln_g, values);
+    s.ln2_b = stored(L.output_ln_b, values);
+    m.simulated_layers.push_back(std::move(s));
+  }
+}
+
+void Oracle::load(const BertConfig& config, const BertWeights& w, Precision precision) {
+  Impl& m = *impl_;
+  m.config = config;
+  m.dtype = precision == Precision::fp64 ? torch::kFloat64 : torch::kFloat32;
+  // A rounding probe moves every parameter one float step, up or down as its draw says: one draw per
+  // value, in for_each_param's order (model/checkpoint.h), the word table's first.
+  m.word_table = &w.word_embeddings;
+  m.word_value = [probe = m.rounding_probe](float value, uint64_t index) {
+    return double(probe ? probe_step(value, probe_up(probe, index)) : value);
+  };
+  SeededRng rng(m.rounding_probe);
+  rng.skip(w.word_embeddings.values.size());
+  auto t = [&](const Param& p) {
+    if (!m.rounding_probe) return to_torch(p, m.dtype);
+    Param moved = p;
+    for (float& v : moved.values) v = probe_step(v, rng.next() & 1);
+    return to_torch(moved, m.dtype);
+  };
+  m.position = t(w.position_embeddings);
+  m.token_type = t(w.token_type_embeddings);
+  m.ln_g = t(w.embeddings_ln_g);
+  m.ln_b = t(w.embeddings_ln_b);
+  for (const LayerWeights& L : w.layers) {
+    m.layers.push_back({t(L.query_w), t(L.query_b), t(L.key_w), t(L.key_b), t(L.value_w),
+                        t(L.value_b), t(L.attention_out_w), t(L.attention_out_b),
+                        t(L.attention_ln_g), t(L.attention_ln_b), t(L.intermediate_w),
+                        t(L.intermediate_b), t(L.output_w), t(L.output_b), t(L.output_ln_g),
+                        t(L.output_ln_b)});
+  }
+}
+
+Oracle::~Oracle() = default;
+Oracle::Oracle(Oracle&&) noexcept = default;
+
+}  // namespace lenscheck::oracle

@@ -1,0 +1,277 @@
+// The simulated schemes' forward (Oracle::SimulatedPass, Oracle::run_simulated): every op computed in
+// fp64, or fp32, its output rounded where the scheme rounds (rounded, stepped); each op reading this
+// pass's own values, or locally a candidate's.
+#include "oracle/oracle.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "model/seeded_rng.h"
+#include "oracle/torch_oracle.h"
+
+namespace lenscheck::oracle {
+
+namespace {
+
+// The spacing of `f` at x, element by element, as round_to (model/arithmetic.h) takes it: 2^(e - digits
+// + 1), with e = frexp's exponent - 1 clamped at the smallest normal one. `exponent` is frexp's, less 1.
+torch::Tensor spacing(const torch::Tensor& exponent, const FloatFormat& f) {
+  return torch::exp2(torch::clamp_min(exponent, f.min_exponent) - (f.digits - 1));
+}
+
+// x (fp64) rounded to `f`, element by element, as round_to rounds a double.
+torch::Tensor rounded(const torch::Tensor& x, const FloatFormat& f) {
+  // binary32 is a dtype: the conversion is IEEE's one rounding, subnormals and overflow included.
+  if (f.digits == kBinary32.digits && f.min_exponent == kBinary32.min_exponent)
+    return x.to(torch::kFloat32).to(torch::kFloat64);
+  const auto ulp = spacing(std::get<1>(torch::frexp(x)).to(torch::kFloat64) - 1, f);
+  const auto y = torch::round(x / ulp) * ulp;  // round: ties to even
+  return torch::where(y.abs() > f.largest, x.sign() * std::numeric_limits<double>::infinity(), y);
+}
+
+// x, a tensor of `f`'s values, moved one step of `f` where `up` (else down), as step_in does.
+torch::Tensor stepped(const torch::Tensor& x, const FloatFormat& f, const torch::Tensor& up) {
+  const auto [mantissa, frexp_exponent] = torch::frexp(x);
+  const auto exponent = frexp_exponent.to(torch::kFloat64) - 1;
+  auto ulp = torch::where(x == 0, torch::full_like(x, std::ldexp(1.0, f.min_exponent - (f.digits - 1))),
+                          spacing(exponent, f));
+  // Below a power of two the spacing is half the one above it.
+  const auto towards_zero = (x > 0) != up;
+  ulp = torch::where(towards_zero & (mantissa.abs() == 0.5) & (exponent > f.min_exponent) & (x != 0), ulp / 2, ulp);
+  const auto y = torch::where(up, x + ulp, x - ulp);
+  return torch::where(y.abs() > f.largest, y.sign() * std::numeric_limits<double>::infinity(), y);
+}
+
+}  // namespace
+
+// One forward pass of run() in a simulated scheme, every op explicit so that its output can be rounded
+// where the scheme rounds: each op computed in fp64 (or, for the local verdict's benchmark, fp32) from
+// inputs as the scheme holds them, its output rounded to the scheme's op format, and the values the
+// scheme stores rounded to that; the rounding rules are member functions. Globally (local == nullptr)
+// every op reads this pass's own values; locally (Oracle::Local) every op reads the candidate's inputs
+// from local->feed, and an op whose inputs the feed lacks is left out.
+class Oracle::SimulatedPass {
+ public:
+  using Value = std::optional<torch::Tensor>;
+
+  SimulatedPass(const Impl& m, const Encoding& enc, const Local* local)
+      : m_(m), s_(m.scheme), local_(local), enc_(enc), T_(int64_t(enc.ids.size())), D_(m.config.hidden_size),
+        H_(m.config.num_attention_heads), Dh_(D_ / H_), fp32_ops_(local && local->fp32_ops),
+        round_inputs_(s_.product_inputs.digits < s_.ops.digits) {
+    const Arithmetic arithmetic = *m.simulated;
+    // Every value is one of the format's, which binary32 holds exactly: the trace declares the format.
+    trace_.precision = arithmetic_name(arithmetic);
+    trace_.producer = fmt::format("oracle {} (simulated in fp64{})", arithmetic_name(arithmetic),
+                                  local ? local->fp32_ops ? ", each op from the candidate's inputs, in fp32"
+                                                          : ", each op from the candidate's inputs"
+                                        : "");
+    trace_.input_ids = enc.ids;
+    trace_.tokens = enc.tokens;
+    trace_.word_ids = enc.word_ids;
+    if (m.rounding_probe) probe_.emplace(m.rounding_probe ^ 0x6c6e6f757470ULL);  // apart from the weights' draws
+  }
+
+  Trace run() && {
+    torch::NoGradGuard no_grad;
+    // As BertEmbeddings adds them: word + token type, then + position.
+    Value x = finish_norm(kEmbeddingsOutput,
+                          op(arith(op(arith(m_.word_rows(enc_.ids)) + arith(m_.token_type[0]))) +
+                             arith(m_.position.slice(0, 0, T_))),
+                          m_.ln_g, m_.ln_b);
+    std::string x_name = kEmbeddingsOutput;
+    for (size_t l = 0; l < m_.simulated_layers.size(); ++l) {
+      x = layer(int(l), input(x_name, x, {T_, D_}, true));
+      x_name = trace_name(int(l), LT::output);
+    }
+    return std::move(trace_);
+  }
+
+ private:
+  const Impl& m_;
+  const Scheme& s_;
+  const Local* local_;
+  const Encoding& enc_;
+  const int64_t T_, D_, H_, Dh_;
+  const bool fp32_ops_;
+  // Every operand is already a value of the op or stored format: only a coarser product input rounds it.
+  const bool round_inputs_;
+  std::optional<SeededRng> probe_;
+  Trace trace_;
+
+  torch::Tensor arith(const torch::Tensor& x) const { return fp32_ops_ ? x.to(torch::kFloat32) : x; }
+  static torch::Tensor back(const torch::Tensor& x) { return x.to(torch::kFloat64); }
+  torch::Tensor op(const torch::Tensor& x) const { return rounded(back(x), s_.ops); }
+  torch::Tensor keep(const torch::Tensor& x) const { return rounded(x, s_.stored); }
+  torch::Tensor product_input(const torch::Tensor& x) const {
+    return round_inputs_ ? rounded(x, s_.product_inputs) : x;
+  }
+  // An op's last operation before its output is rounded (`_raw`), and the op with it rounded.
+  torch::Tensor product_raw(const torch::Tensor& a, const torch::Tensor& b) const {
+    return torch::matmul(arith(product_input(a)), arith(product_input(b)));
+  }
+  torch::Tensor product(const torch::Tensor& a, const torch::Tensor& b) const { return op(product_raw(a, b)); }
+  // DynamicQuantizeLinear, as ONNX Runtime computes it in fp32: the tensor's range widened to hold 0,
+  // mapped onto uint8; returns the integers less the zero point, and the scale.
+  static std::pair<torch::Tensor, double> quantized(const torch::Tensor& x) {
+    auto f32 = [](const torch::Tensor& t) { return rounded(t, kBinary32); };
+    const double lo = std::min(0.0, x.min().item<double>()), hi = std::max(0.0, x.max().item<double>());
+    const double scale = rounded(torch::tensor((double(float(hi - lo))) / 255.0), kBinary32).item<double>();
+    if (scale == 0) return std::pair{torch::zeros_like(x), 0.0};
+    const double zero_point = std::clamp(double(std::nearbyint(float(-lo / scale))), 0.0, 255.0);
+    const auto q = torch::clamp(torch::round(f32(x / scale)) + zero_point, 0, 255);
+    return std::pair{q - zero_point, scale};
+  }
+  torch::Tensor linear_raw(const torch::Tensor& x, const SimulatedLinear& l) const {
+    if (!s_.quantized_linear) return arith(product(x, l.w.t())) + arith(l.b);
+    // MatMulInteger's exact integer sums, cast to fp32, times x_scale · w_scale (fp32), plus the bias.
+    const auto [xq, x_scale] = quantized(x);
+    const auto sums = rounded(torch::matmul(xq, l.q.t()), kBinary32);
+    return arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32)))) + arith(l.b);
+  }
+  torch::Tensor linear(const torch::Tensor& x, const SimulatedLinear& l) const { return op(linear_raw(x, l)); }
+  // A constant of the graph (the attention scale, GELU's), stored as the weights are.
+  torch::Tensor constant(double c) const { return keep(torch::tensor(c, torch::kFloat64)); }
+  // The activation's last operation. Between casts, GELU is the graph's chain of fp32 ops (Div, Erf or
+  // Tanh, Add, Mul, Mul, as torch.onnx writes it) on its constants as stored: √2 in fp16 is 1.4140625.
+  torch::Tensor activation(const torch::Tensor& x) const {
+    if (!s_.fp32_between_casts || m_.config.activation() == Activation::relu) return m_.activation(arith(x));
+    const auto a = arith(x);
+    torch::Tensor inner;
+    if (m_.config.activation() == Activation::gelu_erf) {
+      inner = op(torch::erf(arith(op(a / arith(constant(1.4142135623730951))))));
+    } else {
+      const auto cube = op(arith(op(a * a)) * a);
+      const auto t = op(a + arith(op(arith(cube) * arith(constant(0.044715)))));
+      inner = op(torch::tanh(arith(op(arith(t) * arith(constant(0.7978845608028654))))));
+    }
+    return arith(op(a * arith(op(arith(inner) + arith(constant(1.0)))))) * arith(constant(0.5));
+  }
+
+  // An op's result, from its last operation `raw`: rounded to the op format, recorded as stored, and
+  // passed on as the scheme keeps it (`kept_in_stored_format`: rounded to the stored format, as every
+  // value is where the scheme has no fp32 between casts). The local probes step `raw`, which
+  // `local->unstored` receives, one fp32 step before it is rounded.
+  torch::Tensor finish(const std::string& name, const torch::Tensor& raw, bool kept_in_stored_format) {
+    const auto y = op(raw);
+    trace_.add(name, to_trace(keep(y)));
+    if (local_ && local_->unstored) local_->unstored->add(name, to_trace(back(raw)));
+    return !s_.fp32_between_casts || kept_in_stored_format ? keep(y) : y;
+  }
+  // A LayerNorm, which reads its input as stored (ONNX Runtime's float16 kernel reads fp16) and whose
+  // output is stored, the global rounding probe moving it one step of the stored format.
+  torch::Tensor finish_norm(const std::string& name, const torch::Tensor& v, const torch::Tensor& g,
+                            const torch::Tensor& b) {
+    const auto raw = m_.layer_norm(arith(keep(v)), arith(g), arith(b));
+    auto y = keep(op(raw));
+    if (probe_) y = stepped(y, s_.stored, random_directions(*probe_, y));
+    trace_.add(name, to_trace(y));
+    if (local_ && local_->unstored) local_->unstored->add(name, to_trace(back(raw)));
+    return y;
+  }
+
+  // An op's input: globally this forward's own value. Locally the candidate's (none when its trace
+  // lacks it, holds it in another shape, or holds NaN or Inf), except where the scheme passes the value on
+  // in fp32 while the trace holds it rounded: there the op reads what this recomputation computed from
+  // the candidate's stored values, so that the local op runs from one stored value to the next, as the
+  // candidate does between its casts.
+  Value input(const std::string& name, const Value& own, std::vector<int64_t> shape, bool kept_in_stored_format) const {
+    if (!local_ || (s_.fp32_between_casts && !kept_in_stored_format)) return own;
+    const Tensor* t = local_->feed->find(name);
+    if (!t || t->shape != shape) return std::nullopt;
+    for (double v : t->values)
+      if (!std::isfinite(v)) return std::nullopt;
+    return torch::from_blob(const_cast<double*>(t->values.data()), shape, torch::kFloat64).clone();
+  }
+  static bool all(std::initializer_list<const Value*> values) {
+    for (const Value* v : values)
+      if (!*v) return false;
+    return true;
+  }
+  torch::Tensor per_head(const torch::Tensor& t) const { return t.view({T_, H_, Dh_}).transpose(0, 1); }
+
+  // One layer from its input xi (none where the candidate lacks it): the attention block, the lenses,
+  // the FFN; returns the layer's output, none where an op's inputs are missing.
+  Value layer(int l, const Value& xi) {
+    auto name = [l](LayerTensor t) { return trace_name(l, t); };
+    const SimulatedLayer& L = m_.simulated_layers[size_t(l)];
+    const int64_t T = T_, D = D_, H = H_, Dh = Dh_;
+    Value q, k, v;
+    if (xi) {
+      q = finish(name(LT::query), per_head(linear_raw(*xi, L.query)), true);
+      k = finish(name(LT::key), per_head(linear_raw(*xi, L.key)), true);
+      v = finish(name(LT::value), per_head(linear_raw(*xi, L.value)), true);
+    }
+    const Value qi = input(name(LT::query), q, {H, T, Dh}, true), ki = input(name(LT::key), k, {H, T, Dh}, true),
+                vi = input(name(LT::value), v, {H, T, Dh}, true);
+    Value scores, alpha, context, attention;
+    if (all({&qi, &ki}))
+      scores = finish(name(LT::scores),
+                      arith(product(*qi, ki->transpose(1, 2))) / arith(constant(std::sqrt(double(Dh)))), false);
+    const Value si = input(name(LT::scores), scores, {H, T, T}, false);
+    if (si) alpha = finish(name(LT::probs), torch::softmax(arith(*si), -1), false);
+    const Value ai = input(name(LT::probs), alpha, {H, T, T}, false);
+    if (all({&ai, &vi}))
+      context = finish(name(LT::context), product_raw(*ai, *vi).transpose(0, 1).reshape({T, D}), true);
+    const Value ci = input(name(LT::context), context, {T, D}, true);
+    Value pre_norm;  // y, the attention block's state before its LayerNorm
+    if (all({&ci, &xi})) {
+      const auto raw = arith(linear(*ci, L.attention_out)) + arith(*xi);
+      pre_norm = finish(name(LT::attention_pre_norm), raw, false);
+      attention = finish_norm(name(LT::attention_output), op(raw), L.ln1_g, L.ln1_b);
+    }
+    if (vi) lenses(l, L, *vi, ai, xi, input(name(LT::attention_pre_norm), pre_norm, {T, D}, false));
+
+    const Value attention_i = input(name(LT::attention_output), attention, {T, D}, true);
+    Value inter;
+    if (attention_i) inter = finish(name(LT::intermediate), activation(linear(*attention_i, L.intermediate)), false);
+    const Value inter_i = input(name(LT::intermediate), inter, {T, m_.config.intermediate_size}, false);
+    if (!all({&inter_i, &attention_i})) return std::nullopt;
+    return finish_norm(name(LT::output), op(arith(linear(*inter_i, L.output)) + arith(*attention_i)), L.ln2_g,
+                       L.ln2_b);
+  }
+
+  // Kobayashi et al. 2020's norms and lenses of layer l, from its values vi and probabilities ai, and
+  // 2021's residual lens, from these, the layer's input xi and its pre-LayerNorm state.
+  void lenses(int l, const SimulatedLayer& L, const torch::Tensor& vi, const Value& ai, const Value& xi,
+              const Value& pre_norm) {
+    auto name = [l](LayerTensor t) { return trace_name(l, t); };
+    const int64_t T = T_, D = D_, H = H_, Dh = Dh_;
+    const Value value_norm =
+        finish(name(LT::value_norm), torch::linalg::vector_norm(arith(vi), 2, {-1}, false, {}), false);
+    const auto fx = product(vi, L.lens_wo.view({D, H, Dh}).permute({1, 2, 0}));  // [H, T, D]
+    const Value transformed_norm =
+        finish(name(LT::transformed_norm), torch::linalg::vector_norm(arith(fx), 2, {-1}, false, {}), false);
+    const Value value_norm_i = input(name(LT::value_norm), value_norm, {H, T}, false),
+                transformed_norm_i = input(name(LT::transformed_norm), transformed_norm, {H, T}, false);
+    if (all({&ai, &value_norm_i}))
+      finish(name(LT::lens_value_norm), arith(*ai) * arith(value_norm_i->unsqueeze(1)), false);
+    if (all({&ai, &transformed_norm_i}))
+      finish(name(LT::lens_transformed_norm), arith(*ai) * arith(transformed_norm_i->unsqueeze(1)), false);
+    if (!ai) return;
+    const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));  // as run() blocks it
+    std::vector<torch::Tensor> summed;
+    const auto fx_in = arith(product_input(fx));
+    std::optional<ResidualLensBlocks> residual;
+    if (all({&xi, &pre_norm}))
+      residual.emplace(arith(*xi), arith(*pre_norm), arith(L.ln1_g), m_.config.layer_norm_eps);
+    for (int64_t i = 0; i < T; i += block) {
+      const auto terms = arith(op(
+          torch::einsum("hij,hjd->ijd", {arith(product_input(ai->slice(1, i, std::min(T, i + block)))), fx_in})));
+      summed.push_back(back(torch::linalg::vector_norm(terms, 2, {-1}, false, {})));
+      if (residual) residual->add(terms, i);
+    }
+    finish(name(LT::lens_summed_transformed_norm), torch::cat(summed), false);
+    if (residual)
+      for (const auto& [tensor, values] : residual->results()) finish(name(tensor), back(values), false);
+  }
+};
+
+Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
+  return SimulatedPass(*impl_, enc, local).run();
+}
+
+}  // namespace lenscheck::oracle
