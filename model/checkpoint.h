@@ -1,5 +1,6 @@
 #pragma once
-// A Hugging Face BERT checkpoint directory: config.json, vocab.txt, model.safetensors.
+// A Hugging Face BERT checkpoint directory: config.json, vocab.txt, and model.safetensors or, without
+// it, pytorch_model.bin (torch.save's zip archive).
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -55,8 +56,10 @@ struct Checkpoint {
   BertConfig config;
   Vocab vocab;
   BertWeights weights;
-  std::string model_sha256;        // of model.safetensors
-  std::vector<std::string> notes;  // what the loader ignored or converted, for the user to read
+  std::filesystem::path weights_file;  // the file the weights came from: model.safetensors or pytorch_model.bin
+  std::string model_sha256;            // of weights_file
+  std::map<std::string, std::string> weights_metadata;  // model.safetensors' __metadata__; a torch archive has none
+  std::vector<std::string> notes;      // what the loader ignored or converted, for the user to read
   // The same facts, for `lenscheck inspect`: the encoder's tensors by stored dtype (every one is read as
   // F32), the name prefix found ("bert." or none), and every tensor the encoder does not use.
   std::map<std::string, size_t> stored_dtypes;
@@ -65,7 +68,8 @@ struct Checkpoint {
 };
 
 // Throws InputError naming the file and the problem: missing files, tensors missing or of the wrong
-// shape, NaN/Inf in a weight, a vocab.txt whose size disagrees with config.json.
+// shape, NaN/Inf in a weight, a vocab.txt whose size disagrees with config.json. Either weights file is
+// read with the same checks.
 Checkpoint load_checkpoint(const std::filesystem::path& dir);
 
 }  // namespace lenscheck
