@@ -415,3 +415,13 @@ TEST(TorchCheckpoint, InspectShowsTheWeightsFileAndRefusesAPayloadWithExitCode2)
                                                 "not allowed"), std::string::npos) << refused.output;
   EXPECT_FALSE(fs::exists(marker));
 }
+
+TEST(TorchCheckpoint, VerifyJudgesATorchSaveCheckpointAndItsReportNamesTheWeightsFile) {
+  const fs::path report = test::temp_dir("verify") / "verify.md";
+  const test::CommandResult r = test::run_cli("verify --model " + test::quoted(converted("bert-mini")) + " --sentences " +
+                                              test::quoted(test::one_sentence_file()) + " --report " + test::quoted(report));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(test::read_file(report).find("(pytorch_model.bin SHA-256 `" +
+                                         sha256_file(converted("bert-mini") / "pytorch_model.bin") + "`)"),
+            std::string::npos) << test::read_file(report);
+}
