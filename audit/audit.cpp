@@ -8,7 +8,6 @@
 #include <set>
 
 #include "model/error.h"
-#include "model/safetensors.h"
 #include "model/sha256.h"
 #include "common/parallel.h"
 #include "common/report_file.h"
@@ -416,9 +415,7 @@ AuditPartial audit_shard(const StudyPlan& plan, const Checkpoint& ck, AuditShard
   p.model_sha256 = ck.model_sha256;
   p.sentences_sha256 = sha256_file(plan.sentences);
   p.model_dir = ck.dir.string();
-  const SafetensorsFile model_file = SafetensorsFile::open(ck.dir / "model.safetensors");
-  if (auto it = model_file.metadata().find("generator"); it != model_file.metadata().end())
-    p.model_generator = it->second;
+  if (auto it = ck.weights_metadata.find("generator"); it != ck.weights_metadata.end()) p.model_generator = it->second;
   std::set<std::string> named;  // sentences the recorded numbers name
   if (plan.recorded) {
     p.recorded_sha256 = sha256_file(*plan.recorded);

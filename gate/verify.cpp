@@ -98,6 +98,7 @@ VerifyResult header(const Checkpoint& ck, const std::filesystem::path& sentences
   r.version = build_version();
   r.backend = oracle::Oracle::backend();
   r.model_dir = ck.dir.string();
+  r.weights_file = ck.weights_file.filename().string();
   r.model_sha256 = ck.model_sha256;
   r.sentences_file = sentences_file.string();
   r.tolerances_file = tolerances.file.string();

@@ -70,7 +70,8 @@ struct SentenceVerdict {
 };
 
 struct VerifyResult {
-  std::string version, backend, model_dir, model_sha256, sentences_file, tolerances_file;
+  std::string version, backend, model_dir, sentences_file, tolerances_file;
+  std::string weights_file, model_sha256;  // the checkpoint's weights file (its name) and that file's SHA-256
   std::vector<std::string> notes;
   std::vector<Unreachable> unreachable;  // tensors the candidate could not give, left out of the gate
   std::vector<std::string> weights_differ;  // its parameters that are not the checkpoint's: no sentence judged

@@ -223,9 +223,9 @@ std::string unreachable_lines(const VerifyResult& r) {
 
 void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& file) {
   std::string s = fmt::format("# lenscheck verify — {}\n\n", r.pass() ? "PASS" : "FAIL");
-  s += fmt::format("- build: `{}`\n- model: `{}` (model.safetensors SHA-256 `{}`)\n"
+  s += fmt::format("- build: `{}`\n- model: `{}` ({} SHA-256 `{}`)\n"
                    "- sentences: `{}` ({} sentences)\n- tolerances: `{}`\n- oracle: {}\n",
-                   r.version, r.model_dir, r.model_sha256, r.sentences_file, r.sentences.size(),
+                   r.version, r.model_dir, r.weights_file, r.model_sha256, r.sentences_file, r.sentences.size(),
                    r.tolerances_file, r.backend);
   if (r.gate.rule == Rule::derived)
     s += fmt::format("- declared arithmetic: {} (the benchmark: {})\n", arithmetic_name(r.gate.arithmetic),
@@ -276,7 +276,7 @@ void write_verify_json(const VerifyResult& r, const std::filesystem::path& file)
   j["pass"] = r.pass();
   j["build"] = r.version;
   j["oracle_backend"] = r.backend;
-  j["model"] = {{"dir", r.model_dir}, {"sha256", r.model_sha256}, {"notes", r.notes}};
+  j["model"] = {{"dir", r.model_dir}, {"weights_file", r.weights_file}, {"sha256", r.model_sha256}, {"notes", r.notes}};
   j["sentences_file"] = r.sentences_file;
   j["tolerances_file"] = r.tolerances_file;
   j["gate"] = summary_json(r.gate);

@@ -100,8 +100,8 @@ std::vector<ParamStats> parameter_stats(const Checkpoint& ck) {
 
 std::string inspection_text(const Checkpoint& ck, const std::vector<ParamStats>& stats) {
   const BertConfig& c = ck.config;
-  std::string s = fmt::format("checkpoint {}\n  found as {}\n  model.safetensors SHA-256 {}\n", ck.dir.string(),
-                              ck.dir_from, ck.model_sha256);
+  std::string s = fmt::format("checkpoint {}\n  found as {}\n  weights: {} (SHA-256 {})\n", ck.dir.string(),
+                              ck.dir_from, ck.weights_file.filename().string(), ck.model_sha256);
   s += fmt::format("config: {} layers, hidden {}, {} heads of {}, intermediate {}, {}, LayerNorm eps {:g}, "
                    "{} positions, {} token types, vocab {}\n",
                    c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.head_dim(), c.intermediate_size,
@@ -141,6 +141,7 @@ void write_inspection_json(const Checkpoint& ck, const std::vector<ParamStats>& 
   nlohmann::ordered_json j;
   j["dir"] = ck.dir.string();
   j["dir_from"] = ck.dir_from;
+  j["weights_file"] = ck.weights_file.filename().string();
   j["model_sha256"] = ck.model_sha256;
   j["config"] = {{"num_hidden_layers", c.num_hidden_layers}, {"hidden_size", c.hidden_size},
                  {"num_attention_heads", c.num_attention_heads}, {"intermediate_size", c.intermediate_size},

@@ -13,6 +13,7 @@
 #include "model/seeded_rng.h"
 #include "model/sha256.h"
 #include "model/tokenizer_files.h"
+#include "model/torch_archive.h"
 
 namespace lenscheck {
 
@@ -94,8 +95,9 @@ namespace {
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 // Checkpoints converted from TensorFlow name LayerNorm parameters gamma/beta; HF maps them too.
-const TensorEntry* find_with_legacy_names(const SafetensorsFile& file, const std::string& name) {
-  if (const TensorEntry* e = file.find(name)) return e;
+template <typename WeightsFile>
+auto find_with_legacy_names(const WeightsFile& file, const std::string& name) -> decltype(file.find(name)) {
+  if (auto e = file.find(name)) return e;
   for (auto [modern, legacy] : {std::pair{"LayerNorm.weight", "LayerNorm.gamma"},
                                 std::pair{"LayerNorm.bias", "LayerNorm.beta"}}) {
     const std::string m = modern;
@@ -105,12 +107,16 @@ const TensorEntry* find_with_legacy_names(const SafetensorsFile& file, const std
   return nullptr;
 }
 
+// The encoder's weights from either format's file into ck (below load_checkpoint).
+template <typename WeightsFile>
+void read_weights(const WeightsFile& file, Checkpoint& ck);
+
 }  // namespace
 
 Checkpoint load_checkpoint(const std::filesystem::path& folder) {
   if (!std::filesystem::is_directory(folder))
     throw InputError(folder, "not a checkpoint directory (expected config.json, vocab.txt or tokenizer.json, "
-                             "model.safetensors)");
+                             "model.safetensors or pytorch_model.bin)");
   Checkpoint ck;
   const TransformerFolder transformer = transformer_folder(folder);
   const std::filesystem::path& dir = ck.dir = transformer.dir;
@@ -121,24 +127,43 @@ Checkpoint load_checkpoint(const std::filesystem::path& folder) {
   ck.vocab_file = std::move(tokenizer.vocab_file);
   ck.tokenizer = std::move(tokenizer.settings);
   ck.notes = std::move(tokenizer.notes);
-  const auto model_path = dir / "model.safetensors";
-  const SafetensorsFile file = SafetensorsFile::open(model_path);
+  // Hugging Face writes model.safetensors, and pytorch_model.bin where safetensors is not installed
+  // (before transformers 4.35, its default): the safetensors file wins where both are.
+  const auto safetensors = dir / "model.safetensors", torch_archive = dir / "pytorch_model.bin";
+  if (std::filesystem::exists(safetensors) || !std::filesystem::exists(torch_archive)) {
+    const SafetensorsFile file = SafetensorsFile::open(safetensors);
+    read_weights(file, ck);
+    ck.weights_metadata = file.metadata();
+    ck.weights_file = safetensors;
+  } else {
+    read_weights(TorchArchive::open(torch_archive), ck);
+    ck.weights_file = torch_archive;
+  }
+  ck.model_sha256 = sha256_file(ck.weights_file);
+  return ck;
+}
 
+namespace {
+
+// Both formats offer the same reading interface (entries with name, dtype and shape; find; read_f32), so
+// both get the same checks.
+template <typename WeightsFile>
+void read_weights(const WeightsFile& file, Checkpoint& ck) {
+  const std::filesystem::path& model_path = file.path();
   // BertForMaskedLM and friends save the encoder under "bert."; a bare BertModel does not.
-  for (const TensorEntry& e : file.entries())
+  for (const auto& e : file.entries())
     if (starts_with(e.name, "bert.")) ck.prefix = "bert.";
 
   std::set<std::string> used;
   std::set<DType> converted;
   for_each_param(ck.config, ck.weights,
                  [&](const std::string& name, Param& param, const std::vector<int64_t>& shape) {
-    const TensorEntry* e = find_with_legacy_names(file, ck.prefix + name);
+    const auto* e = find_with_legacy_names(file, ck.prefix + name);
     if (!e) throw InputError(model_path, fmt::format("missing tensor {}{}", ck.prefix, name));
     if (e->shape != shape)
       throw InputError(model_path, fmt::format("tensor {} has shape {}, config.json implies {}",
                                                e->name, shape_string(e->shape), shape_string(shape)));
-    if (e->dtype != DType::F32 && e->dtype != DType::F16 && e->dtype != DType::BF16 &&
-        e->dtype != DType::F64)
+    if (!is_floating(e->dtype))
       throw InputError(model_path, fmt::format("tensor {} has dtype {}; weights must be F32, F16, "
                                                "BF16 or F64", e->name, dtype_name(e->dtype)));
     if (e->dtype != DType::F32) converted.insert(e->dtype);
@@ -155,7 +180,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& folder) {
   for (DType d : converted)
     ck.notes.push_back(fmt::format("{} weights converted to the working precision F32",
                                    dtype_name(d)));
-  for (const TensorEntry& e : file.entries())
+  for (const auto& e : file.entries())
     if (!used.count(e.name)) ck.ignored.push_back(e.name);
   const std::vector<std::string>& ignored = ck.ignored;
   if (!ignored.empty())
@@ -165,8 +190,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& folder) {
                                              ignored.begin() + std::min<size_t>(ignored.size(), 4),
                                              ", "),
                                    ignored.size() > 4 ? ", ..." : ""));
-  ck.model_sha256 = sha256_file(model_path);
-  return ck;
 }
+
+}  // namespace
 
 }  // namespace lenscheck

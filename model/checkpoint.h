@@ -1,7 +1,8 @@
 #pragma once
-// A Hugging Face BERT checkpoint directory: config.json, vocab.txt and/or tokenizer.json,
-// model.safetensors; or a sentence-transformers folder whose modules.json names the Transformer
-// module's folder that holds them (model/tokenizer_files.h).
+// A Hugging Face BERT checkpoint directory: config.json, vocab.txt and/or tokenizer.json, and
+// model.safetensors or, without it, pytorch_model.bin (torch.save's zip archive); or a
+// sentence-transformers folder whose modules.json names the Transformer module's folder that holds them
+// (model/tokenizer_files.h).
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -61,8 +62,10 @@ struct Checkpoint {
   std::filesystem::path vocab_file;  // tokenizer.json or vocab.txt
   TokenizerSettings tokenizer;       // build every tokenizer of this checkpoint as BertTokenizer(vocab, tokenizer)
   BertWeights weights;
-  std::string model_sha256;        // of model.safetensors
-  std::vector<std::string> notes;  // what the loader ignored or converted, for the user to read
+  std::filesystem::path weights_file;  // the file the weights came from: model.safetensors or pytorch_model.bin
+  std::string model_sha256;            // of weights_file
+  std::map<std::string, std::string> weights_metadata;  // model.safetensors' __metadata__; a torch archive has none
+  std::vector<std::string> notes;      // what the loader ignored or converted, for the user to read
   // The same facts, for `lenscheck inspect`: the encoder's tensors by stored dtype (every one is read as
   // F32), the name prefix found ("bert." or none), and every tensor the encoder does not use.
   std::map<std::string, size_t> stored_dtypes;
@@ -72,7 +75,8 @@ struct Checkpoint {
 
 // Throws InputError naming the file and the problem: missing files, tensors missing or of the wrong
 // shape, NaN/Inf in a weight, a vocabulary whose size disagrees with config.json, a tokenizer lenscheck
-// would not tokenize as Hugging Face does (model/tokenizer_files.h).
+// would not tokenize as Hugging Face does (model/tokenizer_files.h). Either weights file is read with
+// the same checks.
 Checkpoint load_checkpoint(const std::filesystem::path& folder);
 
 }  // namespace lenscheck

@@ -1,8 +1,6 @@
 #include "model/safetensors.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/error.h"
+#include "model/mapped_file.h"
 
 namespace lenscheck {
 
@@ -190,20 +189,13 @@ std::vector<Out> read_floating(const std::filesystem::path& file, std::span<cons
                                const TensorEntry& e) {
   if (e.begin > e.end || e.end > data.size() || e.numel() * dtype_size(e.dtype) != e.end - e.begin)
     throw std::out_of_range("tensor '" + e.name + "' does not belong to " + file.string());
+  if (!is_floating(e.dtype))
+    throw InputError(file, "tensor " + quoted(e.name) + " has integer dtype " + dtype_name(e.dtype) +
+                               ", expected a floating dtype");
   const std::byte* p = data.data() + e.begin;
   const size_t n = e.numel(), step = dtype_size(e.dtype);
   std::vector<Out> out(n);
-  for (size_t i = 0; i < n; ++i, p += step) {
-    switch (e.dtype) {
-      case DType::F64: out[i] = static_cast<Out>(load<double>(p)); break;
-      case DType::F32: out[i] = static_cast<Out>(load<float>(p)); break;
-      case DType::F16: out[i] = static_cast<Out>(half_to_float(load<uint16_t>(p))); break;
-      case DType::BF16: out[i] = static_cast<Out>(bf16_to_float(load<uint16_t>(p))); break;
-      default:
-        throw InputError(file, "tensor " + quoted(e.name) + " has integer dtype " + dtype_name(e.dtype) +
-                                   ", expected a floating dtype");
-    }
-  }
+  for (size_t i = 0; i < n; ++i, p += step) out[i] = static_cast<Out>(floating_element(e.dtype, p));
   return out;
 }
 
@@ -294,6 +286,20 @@ size_t dtype_size(DType dtype) {
   return 0;
 }
 
+bool is_floating(DType dtype) {
+  return dtype == DType::F64 || dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+}
+
+double floating_element(DType dtype, const std::byte* p) {
+  switch (dtype) {
+    case DType::F64: return load<double>(p);
+    case DType::F32: return load<float>(p);
+    case DType::F16: return half_to_float(load<uint16_t>(p));
+    case DType::BF16: return bf16_to_float(load<uint16_t>(p));
+    default: throw std::invalid_argument(std::string("floating_element: ") + dtype_name(dtype) + " is not floating");
+  }
+}
+
 uint64_t TensorEntry::numel() const {
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
@@ -303,30 +309,10 @@ uint64_t TensorEntry::numel() const {
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& file) {
   SafetensorsFile st;
   st.path_ = file;
-
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(file, std::string("cannot open: ") + std::strerror(errno));
-  struct stat sb {};
-  if (::fstat(fd, &sb) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw InputError(file, std::string("cannot stat: ") + std::strerror(err));
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    ::close(fd);
-    throw InputError(file, "not a regular file");
-  }
-  const uint64_t size = static_cast<uint64_t>(sb.st_size);
-  if (size < 8) {  // also keeps mmap away from a 0-byte file, which it refuses
-    ::close(fd);
-    throw InputError(file, "file is shorter than 8 bytes (" + std::to_string(size) + " bytes)");
-  }
-  void* base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int map_errno = errno;
-  ::close(fd);  // the mapping outlives the descriptor
-  if (base == MAP_FAILED) throw InputError(file, std::string("cannot mmap: ") + std::strerror(map_errno));
-  st.mapping_ = std::shared_ptr<const void>(base, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
-  const auto* bytes = static_cast<const std::byte*>(base);
+  st.file_ = MappedFile::open(file);
+  const uint64_t size = st.file_.bytes().size();
+  if (size < 8) throw InputError(file, "file is shorter than 8 bytes (" + std::to_string(size) + " bytes)");
+  const std::byte* bytes = st.file_.bytes().data();
 
   const uint64_t header_len = load<uint64_t>(bytes);
   if (header_len > kMaxHeaderBytes)

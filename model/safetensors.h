@@ -4,10 +4,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "model/mapped_file.h"
 
 namespace lenscheck {
 
@@ -15,6 +16,10 @@ enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
 
 const char* dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
+bool is_floating(DType dtype);  // F64, F32, F16, BF16
+// One stored little-endian element of a floating dtype at p (unaligned), exactly as a double: F16 and
+// BF16 by their bits, subnormals and NaN payloads included. The one conversion every reader uses.
+double floating_element(DType dtype, const std::byte* p);
 
 // "[2, 3]": how every message prints a shape.
 std::string shape_string(const std::vector<int64_t>& shape);
@@ -45,7 +50,7 @@ class SafetensorsFile {
 
  private:
   std::filesystem::path path_;
-  std::shared_ptr<const void> mapping_;
+  MappedFile file_;
   std::span<const std::byte> data_;
   std::vector<TensorEntry> entries_;
   std::map<std::string, std::string> metadata_;

@@ -9,7 +9,6 @@
 #include "model/error.h"
 
 namespace lenscheck {
-namespace {
 
 bool valid_utf8(std::string_view s) {
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
@@ -21,6 +20,8 @@ bool valid_utf8(std::string_view s) {
   }
   return true;
 }
+
+namespace {
 
 std::string read_file(const std::filesystem::path& file) {
   // ifstream happily "opens" a directory; say what is wrong instead of reading nothing.

@@ -31,6 +31,9 @@ class Vocab {
   int pad_ = -1, unk_ = -1, cls_ = -1, sep_ = -1, mask_ = -1;
 };
 
+// Whether `s` is well-formed UTF-8: the vocabulary's tokens and a torch archive's tensor names must be.
+bool valid_utf8(std::string_view s);
+
 void write_vocab(const std::filesystem::path& file, const std::vector<std::string>& tokens);
 
 }  // namespace lenscheck

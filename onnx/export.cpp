@@ -339,8 +339,8 @@ ExportSummary export_onnx(const Checkpoint& ck, const ExportOptions& options, co
   model.set_ir_version(onnx::IR_VERSION);
   model.set_producer_name("lenscheck");
   model.set_producer_version(fmt::format("{} ({})", build_version(), variant_name(options.variant)));
-  model.set_doc_string(fmt::format("BertModel of {} (model.safetensors SHA-256 {}), {}{}", ck.dir.string(),
-                                   ck.model_sha256, variant_name(options.variant),
+  model.set_doc_string(fmt::format("BertModel of {} ({} SHA-256 {}), {}{}", ck.dir.string(),
+                                   ck.weights_file.filename().string(), ck.model_sha256, variant_name(options.variant),
                                    options.trace ? ", every lenscheck trace tensor as an output" : ""));
   onnx::OperatorSetIdProto& opset = *model.add_opset_import();
   opset.set_domain("");
