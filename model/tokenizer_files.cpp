@@ -299,7 +299,7 @@ CheckpointTokenizer load_checkpoint_tokenizer(const fs::path& dir, const BertCon
     if (fs::exists(txt_file)) {
       check_vocabularies_agree(Vocab::load(txt_file), txt_file, tokenizer_json->vocab);
       out.notes.push_back(fmt::format("vocabulary from {} (as HF's fast tokenizer); vocab.txt holds the same tokens "
-                                      "with the same ids", json_file.string()));
+                                      "with the same ids", json_file.filename().string()));
     }
     note_overridden_normalizer(*tokenizer_json, json_file, out);
     out.vocab = std::move(tokenizer_json->vocab);

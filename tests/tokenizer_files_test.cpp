@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "common/sentences.h"
 #include "model/checkpoint.h"
@@ -314,8 +313,9 @@ TEST(CheckpointFolderFiles, NoVocabularyAtAllIsBadInput) {
 
 // ---------------------------------------------------------------- real checkpoints
 
-// all-MiniLM-L6-v2 as it ships, and every folder LENSCHECK_REAL_CHECKPOINTS names (':'-separated): each
-// loads and tokenizes as all-MiniLM-L6-v2 does (the fine-tunes of it keep its tokenizer).
+// all-MiniLM-L6-v2 as it ships, and every other real checkpoint scripts/install-deps.sh unpacks beside it
+// (.deps/models/): each loads and tokenizes as all-MiniLM-L6-v2 does (the fine-tunes of it keep its
+// tokenizer).
 TEST(RealCheckpoints, LoadAsTheyShipAndTokenizeAlike) {
   const Checkpoint reference = load_checkpoint(minilm());
   EXPECT_EQ(reference.dir_from, "modules.json: the Transformer module is the folder itself (path \"\")");
@@ -328,13 +328,14 @@ TEST(RealCheckpoints, LoadAsTheyShipAndTokenizeAlike) {
   const BertTokenizer reference_tokenizer(reference.vocab, reference.tokenizer);
   expect_same_encodings(reference_tokenizer, BertTokenizer(reference.vocab));
 
-  const char* more = std::getenv("LENSCHECK_REAL_CHECKPOINTS");
-  std::stringstream folders(more ? more : "");
-  for (std::string folder; std::getline(folders, folder, ':');) {
-    if (folder.empty()) continue;
-    SCOPED_TRACE(folder);
-    const Checkpoint ck = load_checkpoint(folder);
+  size_t others = 0;
+  for (const fs::directory_entry& folder : fs::directory_iterator(minilm().parent_path())) {
+    if (folder.path() == minilm()) continue;
+    SCOPED_TRACE(folder.path().string());
+    ++others;
+    const Checkpoint ck = load_checkpoint(folder.path());
     EXPECT_EQ(ck.vocab.tokens(), reference.vocab.tokens());
     expect_same_encodings(BertTokenizer(ck.vocab, ck.tokenizer), reference_tokenizer);
   }
+  EXPECT_GE(others, 1u) << "install-deps.sh unpacks sre-embedding-model beside all-MiniLM-L6-v2";
 }
