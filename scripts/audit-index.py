@@ -10,6 +10,7 @@ computed here but the percentages. scripts/real-index.py reads its sections for 
 import json
 import os
 import pathlib
+import subprocess
 import sys
 
 
@@ -91,11 +92,19 @@ def depth(audits, heading="##"):
     return lines
 
 
+def registration_commit(study):
+    """The commit that added the study's plan: its registration, which landed before any audit of it ran."""
+    plan = f"fixtures/studies/{study}.yaml"
+    found = subprocess.run(["git", "log", "--diff-filter=A", "--format=%h", "-1", "--", plan],
+                           capture_output=True, text=True, check=False).stdout.strip()
+    return f" in commit {found}" if found else ""
+
+
 def header(audits, where):
     """The study's hypothesis and registration, the same for every checkpoint."""
     first = audits[0][1]
     return [f"> {first['hypothesis']}", "",
-            f"Registered {first['registered']}; plan SHA-256 `{first['hashes']['plan']}`, the same for every "
+            f"Registered {first['registered']}{registration_commit(first['study'])}; plan SHA-256 `{first['hashes']['plan']}`, the same for every "
             f"{where} below (a checkpoint's own report holds its model's hash, its rows and its picture). The "
             "verdict is the plan's abandon criteria on that checkpoint: exit 0 PROCEED, 3 ABANDON."]
 
