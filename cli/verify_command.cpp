@@ -7,9 +7,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "audit/study_plan.h"
 #include "cli/commands.h"
+#include "common/sentences.h"
 #include "gate/verify.h"
 #include "gate/verify_report.h"
 #include "onnx/candidate.h"
@@ -39,6 +41,7 @@ struct VerifyOptionsText {
   std::string model_dir, sentences, tolerances, reference, report, json, junit;
   std::string candidate = "runtime", declared, plan, python_env;
   bool absolute = false;
+  size_t limit = 0;  // 0: every sentence
   onnx_export::CandidateSpec ort;
 };
 
@@ -78,12 +81,17 @@ Command add_verify(CLI::App& app, const Shared& shared) {
   auto* command = app.add_subcommand("verify", "run the runtime and libtorch in fp32 and fp64 on every sentence; "
                                               "judge every tensor of the runtime against the fp64 truth");
   command->add_option("--model", o->model_dir, "Hugging Face BERT checkpoint directory")->required();
-  command->add_option("--sentences", o->sentences, "sentences YAML")->capture_default_str();
+  command->add_option("--sentences", o->sentences, "sentences YAML, or a corpus of one sentence per line (.txt, as "
+                                                  "make-corpus writes it; ids line-N, blank lines skipped)")
+      ->capture_default_str();
+  auto* limit = command->add_option("--limit", o->limit, "judge only the first N sentences of --sentences")
+                    ->check(CLI::PositiveNumber);
   command->add_option("--tolerances", o->tolerances, "tolerances YAML")->capture_default_str();
   command->add_flag("--absolute", o->absolute, "the tolerances file's absolute rules (atol, rtol against the fp32 "
                                               "oracle) instead of the derived rule");
   command->add_option("--reference", o->reference, "judge this trace (safetensors), or every *.safetensors of this "
-                                                  "directory (one sentence each), instead of the runtime");
+                                                  "directory (one sentence each), instead of the runtime")
+      ->excludes(limit);
   command->add_option("--plan", o->plan, "study plan whose head rule and lenses the display verdict follows, "
                                         "printed as the display file beside it says (PLAN.display.yaml: "
                                         "decimals, top targets, sink flags)")
@@ -121,8 +129,18 @@ Command add_verify(CLI::App& app, const Shared& shared) {
                                   .threads = shared.threads,
                                   .instrument = instrument ? &*instrument : nullptr};
             if (!o->declared.empty()) options.arithmetic = parse_arithmetic(o->declared, "--precision");
+            // Progress on stderr, about every 5 % (and not at all for a short sentence file).
+            size_t reported = 0;
+            options.progress = [&reported](size_t judged, size_t total) {
+              if (total >= 100 && (judged * 20 / total > reported || judged == total)) {
+                reported = judged * 20 / total;
+                fmt::print(stderr, "verify: {}/{} sentences judged\n", judged, total);
+              }
+            };
             if (!o->reference.empty()) return report(verify_reference(ck, o->reference, tol, options), *o);
-            const auto sentences = load_sentences(data.checked(o->sentences));
+            // The audit's reader: a sentences YAML whole, or a .txt corpus streamed up to the limit.
+            SentenceStream stream(data.checked(o->sentences));
+            const std::vector<Sentence> sentences = stream.next(o->limit ? o->limit : stream.total());
             Candidate candidate = runtime_candidate();
             if (o->candidate != "runtime") {
               o->ort.ort.adapter = data.ort_adapter();

@@ -315,6 +315,7 @@ VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candida
       v.tokens = part[i].tokens;
       judge_sentence(judge, options, ck.config, v, run.traces[i], part[i], unreachable);
     });
+    if (options.progress) options.progress(first + part.size(), inputs.size());
   }
   conclude(r, judge, options, label);
   return r;

@@ -90,6 +90,8 @@ struct VerifyOptions {
   // What the instrument shows, which the display verdict compares; none: no display verdict. Derived
   // rule only (it reads the fp64 truth).
   const Instrument* instrument = nullptr;
+  // Called as sentences are judged (a run of them at a time): how many, of how many. Changes no verdict.
+  std::function<void(size_t judged, size_t total)> progress = {};
 };
 
 // Judges a candidate on every sentence: it runs them 16 at a time (a subprocess may run each such run at

@@ -6,6 +6,13 @@
 
 namespace lenscheck {
 
+// Each report details the first kSentencesInDetail sentences and every failing one (Markdown: a row of
+// the sentence table; JSON: each tensor's comparison; JUnit: a test case per tensor), and gives every
+// other sentence one line (JSON and JUnit) or a count (Markdown): a corpus of a thousand sentences would
+// otherwise write some 80 MB of JSON, where the summary over sentences already holds each tensor's worst.
+inline constexpr size_t kSentencesInDetail = 20;
+bool in_detail(const VerifyResult& result, size_t sentence);
+
 // Also writes the heat map of bound used per layer and tensor family beside it (F.md -> F.svg), and
 // links it.
 void write_verify_markdown(const VerifyResult& result, const std::filesystem::path& file);

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "audit/study_plan.h"
 #include "common/report_file.h"
 #include "gate/verify.h"
@@ -294,6 +296,44 @@ TEST(VerifyEndToEnd, ALongSentenceFileRunsInPartsAndIsJudgedWhole) {
   }
   EXPECT_EQ(r.gate.candidate, "runtime fp32");
   EXPECT_TRUE(r.pass());
+}
+
+// `--sentences` also takes a corpus of one sentence per line, as make-corpus writes it and the audit reads it
+// (ids line-N, blank lines skipped), and `--limit N` judges its first N. Past the first kSentencesInDetail,
+// the reports give each passing sentence one line (JSON, JUnit) or a count (Markdown), so that a corpus's
+// reports stay small.
+TEST(VerifyEndToEnd, ACorpusIsJudgedUpToItsLimitAndItsReportsDetailOnlyItsFirstSentences) {
+  const auto dir = test::temp_dir("corpus");
+  std::string corpus;
+  for (int line = 1; line <= 25; ++line)
+    corpus += line == 3 ? "\n" : fmt::format("The nurse handed the doctor {} scissors.\n", line);
+  test::write_file(dir / "corpus.txt", corpus);
+  const std::string args = "verify --model " + quoted(test::fixture("tiny-prefixed")) + " --sentences " +
+                           quoted(dir / "corpus.txt");
+  const auto r = test::run_cli(args + " --limit 23 --report " + quoted(dir / "v.md") + " --json " +
+                               quoted(dir / "v.json") + " --junit " + quoted(dir / "v.xml"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto sentences = nlohmann::json::parse(test::read_file(dir / "v.json")).at("sentences");
+  ASSERT_EQ(sentences.size(), 23u);
+  EXPECT_EQ(sentences[0].at("id"), "line-1");
+  EXPECT_EQ(sentences[2].at("id"), "line-4");  // line 3 is blank
+  EXPECT_EQ(sentences[22].at("id"), "line-24");
+  for (size_t i = 0; i < sentences.size(); ++i) EXPECT_EQ(sentences[i].contains("gate"), i < kSentencesInDetail) << i;
+  EXPECT_EQ(sentences[22].at("pass"), true);
+  const std::string markdown = test::read_file(dir / "v.md");
+  EXPECT_NE(markdown.find("(23 sentences)"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("… and 3 more sentences, each passing"), std::string::npos) << markdown;
+  const std::string junit = test::read_file(dir / "v.xml");
+  size_t suites = 0, whole_trace_cases = 0;
+  for (size_t at = junit.find("<testsuite "); at != std::string::npos; at = junit.find("<testsuite ", at + 1)) ++suites;
+  for (size_t at = junit.find("name=\"gate\""); at != std::string::npos; at = junit.find("name=\"gate\"", at + 1))
+    ++whole_trace_cases;
+  EXPECT_EQ(suites, 23u);
+  EXPECT_EQ(whole_trace_cases, 3u);
+
+  EXPECT_EQ(test::run_cli(args + " --limit 0").exit_code, 2);
+  const auto with_reference = test::run_cli(args + " --limit 2 --reference " + quoted(dir));
+  EXPECT_EQ(with_reference.exit_code, 2) << with_reference.output;
 }
 
 // A folder of reference traces is a candidate like any other, one sentence per file; two traces of one
