@@ -69,8 +69,8 @@ def main(real):
              "judged against the libtorch oracle on the 14 instrument sentences (`verify`), the mutation catalogue "
              "(`mutate`), and the seed's question asked of models that learned their attention, in studies "
              "registered before any audit of a real model. Written by `scripts/real-gate.sh` (in the main command) "
-             "and `scripts/real-corpus.sh` (the corpus-scale part, by hand). The corpus audits' own reports and "
-             "the per-tensor and per-row JSON are not committed (`.gitignore` here): the tables below keep their "
+             "and `scripts/real-corpus.sh` (the corpus-scale part, by hand). The per-tensor and per-row JSON and "
+             "the corpus audits' pictures are not committed (`.gitignore` here): the tables below keep their "
              "figures, criteria and hashes.", "",
              "## The gate", "",
              "| checkpoint | config | verify (fixtures/sentences.yaml) | verify (Northanger Abbey, first 1 000 "
