@@ -5,6 +5,8 @@
 
 #include "model/error.h"
 
+#include <lenscheck_build_version.h>  // generated at each build: CMakeLists.txt
+
 namespace lenscheck {
 
 std::string build_version() { return LENSCHECK_BUILD_VERSION; }
