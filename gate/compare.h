@@ -45,6 +45,11 @@ struct TensorComparison {
   // in the declared scheme, against that op's own rounding spread. Unset where the candidate's trace
   // lacks the op's inputs (or holds them not finite): the tensor is judged globally only.
   std::optional<ErrorRatio> local;
+  // Of a tensor the declared scheme stores in a format coarser than fp32 (its recomputation holds only
+  // that format's values): the candidate's values that format cannot hold. Any fails locally, whatever the
+  // ratio: such a candidate did not compute in the scheme it declares.
+  size_t off_format = 0;
+  bool fails_locally() const { return local && (!(local->ratio <= tolerance.k) || off_format > 0); }
   double worst_candidate = 0, worst_reference = 0;
   std::string worst_label;   // e.g. "[h1, the → scissors]"
   std::string problem;       // set when the tensor could not be compared at all
@@ -85,8 +90,9 @@ TraceComparison compare_derived(const Trace& candidate, const std::vector<const 
 // from its own inputs, exactly) against `spread` (the same op in fp32, and its probes), by the same
 // statistic and k. The floor is one element of the tensor off by one step of `stored`, the format the
 // scheme stores the tensor in: floor · relative_spacing(stored) / sqrt(elements), below which an error
-// is a single rounding flipped, not a fault.
+// is a single rounding flipped, not a fault. Where the scheme keeps every value in `stored` (no fp32
+// between casts), a candidate's value that `stored` cannot hold fails (TensorComparison::off_format).
 void judge_locally(TraceComparison& comparison, const Trace& candidate, const Trace& exact,
-                   const std::vector<const Trace*>& spread, const Tolerances& tolerances, const FloatFormat& stored);
+                   const std::vector<const Trace*>& spread, const Tolerances& tolerances, const Scheme& scheme);
 
 }  // namespace lenscheck

@@ -132,7 +132,10 @@ std::string failure_text(const TensorComparison& t, Arithmetic arithmetic) {
                        t.elements, t.tolerance.atol, t.tolerance.rtol, t.worst_label, t.worst_candidate,
                        t.worst_reference);
   std::string s;
-  if (t.local && !(t.local->ratio <= t.tolerance.k))
+  if (t.off_format > 0)
+    s = fmt::format("local: {} of {} values are not {} values, which the scheme stores it in; ", t.off_format,
+                    t.elements, arithmetic_name(arithmetic));
+  else if (t.fails_locally())
     s = fmt::format("local: error {:.3g}x the op's own rounding spread in {} (k {:g}), the op recomputed from the "
                     "candidate's own inputs: error {:.3g}, spread {:.3g}, floor {:.3g}; ", t.local->ratio,
                     arithmetic_name(arithmetic), t.tolerance.k, t.local->candidate_error, t.local->benchmark_error,

@@ -2,9 +2,6 @@
 // simulated forward run from a candidate's own inputs, and its probes.
 #include "oracle/oracle.h"
 
-#include <fmt/format.h>
-
-#include "model/seeded_rng.h"
 #include "oracle/torch_oracle.h"
 
 namespace lenscheck::oracle {
@@ -18,24 +15,12 @@ Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int pr
   return translating_torch_errors(arithmetic_name(*impl_->simulated) + " (simulated in fp64)",
                                   "recompute the candidate's ops", [&] {
     LocalReferences r;
-    Trace unstored;
-    const Local exact{&candidate, false, nullptr}, fp32{&candidate, true, &unstored};
+    const Local exact{&candidate, false, 0}, fp32{&candidate, true, 0};
     r.exact = run_simulated(enc, &exact);
     r.fp32 = run_simulated(enc, &fp32);
-    // Each op's last fp32 operation moved one fp32 step, up or down as the seed draws, then rounded as
-    // the op and the store round it: no op reads a probe-stepped value, so the probes need no forward
-    // of their own.
-    const FloatFormat stored = impl_->scheme.stored, ops = impl_->scheme.ops;
     for (int seed = 1; seed <= probes; ++seed) {
-      SeededRng rng{uint64_t(seed)};
-      Trace& probe = r.probes.emplace_back(r.fp32);
-      probe.producer += fmt::format(", results moved one fp32 step (seed {})", seed);
-      for (auto& [name, tensor] : probe.tensors) {
-        const Tensor& x = *unstored.find(name);
-        for (size_t i = 0; i < x.values.size(); ++i)
-          tensor.values[i] =
-              round_to(stored, round_to(ops, step_in(kBinary32, round_to(kBinary32, x.values[i]), rng.next() & 1)));
-      }
+      const Local probe{&candidate, true, uint64_t(seed)};
+      r.probes.push_back(run_simulated(enc, &probe));
     }
     return r;
   });

@@ -48,8 +48,10 @@ class Oracle {
   // The local verdict's references (gate/verify.h): every tensor of `candidate` that one op of the
   // forward computes from tensors the candidate holds, recomputed from those in this oracle's scheme
   // (an oracle made by recomputing_in). `exact`: the op's own arithmetic in fp64, its output rounded where
-  // the scheme rounds; `fp32`: the same op in fp32; `probes`: the fp32 op with each result moved one fp32
-  // step before it is stored. Where the scheme passes a value on in fp32 that the trace holds rounded
+  // the scheme rounds; `fp32`: the same op in fp32; `probes`: the fp32 op with each sum of terms it
+  // computes (a dot product, the embeddings' sum) moved by one rounding at the terms' scale where that
+  // exceeds a step of the sum, and each result moved one fp32 step before it is stored (the seeds 1 …
+  // probes draw which way). Where the scheme passes a value on in fp32 that the trace holds rounded
   // (fp16-ort-cpu), the op runs on from the last stored values, as the candidate does between its casts.
   // A tensor whose inputs the candidate lacks, or holds misshapen or not finite, is in none of them.
   struct LocalReferences {
@@ -72,7 +74,7 @@ class Oracle {
   struct Local {
     const Trace* feed;   // the candidate, whose tensors each op reads as its inputs
     bool fp32_ops;       // each op in fp32, else fp64
-    Trace* unstored;     // when set, receives each recorded result before the scheme stores it
+    uint64_t probe;      // non-zero: a rounding probe of the fp32 ops (LocalReferences::probes), this its seed
   };
   Trace run_simulated(const Encoding& encoding, const Local* local) const;
   class SimulatedPass;

@@ -53,7 +53,8 @@ torch::Tensor stepped(const torch::Tensor& x, const FloatFormat& f, const torch:
 // inputs as the scheme holds them, its output rounded to the scheme's op format, and the values the
 // scheme stores rounded to that; the rounding rules are member functions. Globally (local == nullptr)
 // every op reads this pass's own values; locally (Oracle::Local) every op reads the candidate's inputs
-// from local->feed, and an op whose inputs the feed lacks is left out.
+// from local->feed, and an op whose inputs the feed lacks is left out; a local probe moves each op's sums
+// and results by a rounding (probed_sum, finish).
 class Oracle::SimulatedPass {
  public:
   using Value = std::optional<torch::Tensor>;
@@ -65,14 +66,21 @@ class Oracle::SimulatedPass {
     const Arithmetic arithmetic = *m.simulated;
     // Every value is one of the format's, which binary32 holds exactly: the trace declares the format.
     trace_.precision = arithmetic_name(arithmetic);
-    trace_.producer = fmt::format("oracle {} (simulated in fp64{})", arithmetic_name(arithmetic),
+    trace_.producer = fmt::format("oracle {} (simulated in fp64{}{})", arithmetic_name(arithmetic),
                                   local ? local->fp32_ops ? ", each op from the candidate's inputs, in fp32"
                                                           : ", each op from the candidate's inputs"
-                                        : "");
+                                        : "",
+                                  local && local->probe
+                                      ? fmt::format(", its sums and results moved by a rounding (seed {})", local->probe)
+                                      : "");
     trace_.input_ids = enc.ids;
     trace_.tokens = enc.tokens;
     trace_.word_ids = enc.word_ids;
     if (m.rounding_probe) probe_.emplace(m.rounding_probe ^ 0x6c6e6f757470ULL);  // apart from the weights' draws
+    if (local && local->probe) {
+      result_probe_.emplace(local->probe);
+      sum_probe_.emplace(local->probe ^ 0x73756d73ULL);  // apart from the results' draws
+    }
   }
 
   Trace run() && {
@@ -100,6 +108,8 @@ class Oracle::SimulatedPass {
   // Every operand is already a value of the op or stored format: only a coarser product input rounds it.
   const bool round_inputs_;
   std::optional<SeededRng> probe_;
+  // A local probe's draws: which way each result (finish) and each sum of terms (probed_sum) moves.
+  std::optional<SeededRng> result_probe_, sum_probe_;
   Trace trace_;
 
   torch::Tensor arith(const torch::Tensor& x) const { return fp32_ops_ ? x.to(torch::kFloat32) : x; }
@@ -114,6 +124,26 @@ class Oracle::SimulatedPass {
     return torch::matmul(arith(product_input(a)), arith(product_input(b)));
   }
   torch::Tensor product(const torch::Tensor& a, const torch::Tensor& b) const { return op(product_raw(a, b)); }
+  // Σ|terms| of each sum of the product a · b: |a| · |b|, its inputs as the product reads them.
+  torch::Tensor magnitude(const torch::Tensor& a, const torch::Tensor& b) const {
+    return torch::matmul(arith(product_input(a)).abs(), arith(product_input(b)).abs());
+  }
+  // A sum of terms as fp32 computes it (a dot product, the embeddings' three rows). Whatever the order of
+  // summation, its error is at most γ_n · Σ|terms| (Higham, Accuracy and Stability of Numerical
+  // Algorithms, 2nd ed., 2002, §3.1; γ_n = nu / (1 − nu), u = 2^-24: every scheme accumulates its products
+  // in fp32): a rounding at the scale of the terms, not of the sum. Where the terms cancel that is many
+  // steps of the sum, which one step of the result (finish) under-states, and the fp32 recomputation's
+  // own order of summation may err far less than the candidate's. A local probe moves the sum by
+  // u · Σ|terms| (`magnitude`, computed only then), up or down as it draws, wherever that exceeds one fp32
+  // step of the sum: one sample of the rounding, not its worst case.
+  torch::Tensor probed_sum(const torch::Tensor& raw, const std::function<torch::Tensor()>& magnitude) {
+    if (!sum_probe_) return raw;
+    const auto sum = back(raw);
+    const auto bound = std::ldexp(1.0, -24) * back(magnitude());
+    const auto step = spacing(std::get<1>(torch::frexp(sum)).to(torch::kFloat64) - 1, kBinary32);
+    const auto move = torch::where(bound > step, bound, torch::zeros_like(bound));
+    return arith(torch::where(random_directions(*sum_probe_, sum), sum + move, sum - move));
+  }
   // DynamicQuantizeLinear, as ONNX Runtime computes it in fp32: the tensor's range widened to hold 0,
   // mapped onto uint8; returns the integers less the zero point, and the scale.
   static std::pair<torch::Tensor, double> quantized(const torch::Tensor& x) {
@@ -125,14 +155,16 @@ class Oracle::SimulatedPass {
     const auto q = torch::clamp(torch::round(f32(x / scale)) + zero_point, 0, 255);
     return std::pair{q - zero_point, scale};
   }
-  torch::Tensor linear_raw(const torch::Tensor& x, const SimulatedLinear& l) const {
-    if (!s_.quantized_linear) return arith(product(x, l.w.t())) + arith(l.b);
+  torch::Tensor linear_raw(const torch::Tensor& x, const SimulatedLinear& l) {
+    if (!s_.quantized_linear)
+      return probed_sum(arith(product(x, l.w.t())) + arith(l.b), [&] { return magnitude(x, l.w.t()) + arith(l.b).abs(); });
     // MatMulInteger's exact integer sums, cast to fp32, times x_scale · w_scale (fp32), plus the bias.
     const auto [xq, x_scale] = quantized(x);
     const auto sums = rounded(torch::matmul(xq, l.q.t()), kBinary32);
-    return arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32)))) + arith(l.b);
+    const auto scaled = arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32))));
+    return probed_sum(scaled + arith(l.b), [&] { return scaled.abs() + arith(l.b).abs(); });
   }
-  torch::Tensor linear(const torch::Tensor& x, const SimulatedLinear& l) const { return op(linear_raw(x, l)); }
+  torch::Tensor linear(const torch::Tensor& x, const SimulatedLinear& l) { return op(linear_raw(x, l)); }
   // A constant of the graph (the attention scale, GELU's), stored as the weights are.
   torch::Tensor constant(double c) const { return keep(torch::tensor(c, torch::kFloat64)); }
   // The activation's last operation. Between casts, GELU is the graph's chain of fp32 ops (Div, Erf or
@@ -151,14 +183,18 @@ class Oracle::SimulatedPass {
     return arith(op(a * arith(op(arith(inner) + arith(constant(1.0)))))) * arith(constant(0.5));
   }
 
+  // `raw` moved one fp32 step, up or down as a local probe draws.
+  torch::Tensor one_step_off(const torch::Tensor& raw) {
+    const auto r = rounded(back(raw), kBinary32);
+    return stepped(r, kBinary32, random_directions(*result_probe_, r));
+  }
   // An op's result, from its last operation `raw`: rounded to the op format, recorded as stored, and
   // passed on as the scheme keeps it (`kept_in_stored_format`: rounded to the stored format, as every
-  // value is where the scheme has no fp32 between casts). The local probes step `raw`, which
-  // `local->unstored` receives, one fp32 step before it is rounded.
+  // value is where the scheme has no fp32 between casts). A local probe records `raw` moved one fp32 step
+  // before it is rounded, and passes on the result unmoved: no op reads another's moved result.
   torch::Tensor finish(const std::string& name, const torch::Tensor& raw, bool kept_in_stored_format) {
     const auto y = op(raw);
-    trace_.add(name, to_trace(keep(y)));
-    if (local_ && local_->unstored) local_->unstored->add(name, to_trace(back(raw)));
+    trace_.add(name, to_trace(keep(result_probe_ ? op(one_step_off(raw)) : y)));
     return !s_.fp32_between_casts || kept_in_stored_format ? keep(y) : y;
   }
   // A LayerNorm, which reads its input as stored (ONNX Runtime's float16 kernel reads fp16) and whose
@@ -168,8 +204,7 @@ class Oracle::SimulatedPass {
     const auto raw = m_.layer_norm(arith(keep(v)), arith(g), arith(b));
     auto y = keep(op(raw));
     if (probe_) y = stepped(y, s_.stored, random_directions(*probe_, y));
-    trace_.add(name, to_trace(y));
-    if (local_ && local_->unstored) local_->unstored->add(name, to_trace(back(raw)));
+    trace_.add(name, to_trace(result_probe_ ? keep(op(one_step_off(raw))) : y));
     return y;
   }
 
@@ -210,12 +245,16 @@ class Oracle::SimulatedPass {
     Value scores, alpha, context, attention;
     if (all({&qi, &ki}))
       scores = finish(name(LT::scores),
-                      arith(product(*qi, ki->transpose(1, 2))) / arith(constant(std::sqrt(double(Dh)))), false);
+                      arith(product(*qi, ki->transpose(1, 2))) /
+                          arith(constant(std::sqrt(double(Dh)))),
+                      false);
     const Value si = input(name(LT::scores), scores, {H, T, T}, false);
     if (si) alpha = finish(name(LT::probs), torch::softmax(arith(*si), -1), false);
     const Value ai = input(name(LT::probs), alpha, {H, T, T}, false);
     if (all({&ai, &vi}))
-      context = finish(name(LT::context), product_raw(*ai, *vi).transpose(0, 1).reshape({T, D}), true);
+      context = finish(name(LT::context),
+                       product_raw(*ai, *vi).transpose(0, 1).reshape({T, D}),
+                       true);
     const Value ci = input(name(LT::context), context, {T, D}, true);
     Value pre_norm;  // y, the attention block's state before its LayerNorm
     if (all({&ci, &xi})) {
@@ -259,8 +298,8 @@ class Oracle::SimulatedPass {
     if (all({&xi, &pre_norm}))
       residual.emplace(arith(*xi), arith(*pre_norm), arith(L.ln1_g), m_.config.layer_norm_eps);
     for (int64_t i = 0; i < T; i += block) {
-      const auto terms = arith(op(
-          torch::einsum("hij,hjd->ijd", {arith(product_input(ai->slice(1, i, std::min(T, i + block)))), fx_in})));
+      const auto alpha = arith(product_input(ai->slice(1, i, std::min(T, i + block))));
+      const auto terms = arith(op(torch::einsum("hij,hjd->ijd", {alpha, fx_in})));
       summed.push_back(back(torch::linalg::vector_norm(terms, 2, {-1}, false, {})));
       if (residual) residual->add(terms, i);
     }

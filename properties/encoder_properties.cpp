@@ -180,6 +180,55 @@ RC_GTEST_PROP(EncoderProperties, TheRuntimeRaisesNoFalseAlarmUnderTheDerivedGate
   RC_CLASSIFY(one_hot, "a row one-hot in fp32");
 }
 
+// The false alarm RapidCheck found (seed 2, case 9 654 of 20 000): a ReLU model of hidden 9 whose layer 4
+// FFN input sums terms of about 1 into 0.0067. The runtime's order of summation errs by 2.1e-7 there, about
+// 450 steps of the result; libtorch's fp32 recomputation happened to err far less, and a probe that moved
+// each result one fp32 step under-stated the op's rounding: the tensor failed locally at 24.9x. A probe
+// that moves each sum by a rounding at its terms' scale (oracle.h, LocalReferences) holds it.
+TEST(EncoderProperties, AReLUModelWhoseFFNSumsCancelRaisesNoLocalFalseAlarm) {
+  Checkpoint ck;
+  ck.config.num_hidden_layers = 6;
+  ck.config.num_attention_heads = 3;
+  ck.config.hidden_size = 9;
+  ck.config.intermediate_size = 2;
+  ck.config.vocab_size = 10;
+  ck.config.max_position_embeddings = 10;
+  ck.config.type_vocab_size = 2;
+  ck.config.hidden_act = "relu";
+  ck.config.layer_norm_eps = 1e-5;
+  ck.weights = prop::random_weights(ck.config, 92976684629,
+                                    {.spread = 1.7, .query_key_gain = 3, .outlier_dims = 1, .outlier_gain = 5});
+  const Encoding input{.ids = {2, 7, 7, 3}, .tokens = {"[CLS]", "a7", "a7", "[SEP]"}, .word_ids = {-1, 0, 1, -1},
+                       .words = {"a7", "a7"}};
+  Oracle::set_threads(1);
+  const Trace runtime = runtime::Encoder(ck.config, ck.weights).forward(input);
+  // The sum at [CLS], feature 0: its terms x_i W_0i and b_0, far larger than it.
+  const LayerWeights& ffn = ck.weights.layers.at(4);
+  const Tensor& x = *runtime.find("layer.4.attention.output");
+  double sum = ffn.intermediate_b.values[0], terms = std::fabs(sum);
+  for (size_t i = 0; i < size_t(ck.config.hidden_size); ++i) {
+    sum += x.values[i] * double(ffn.intermediate_w.values[i]);
+    terms += std::fabs(x.values[i] * double(ffn.intermediate_w.values[i]));
+  }
+  EXPECT_GT(terms, 100 * std::fabs(sum));
+  const Judge judge(ck, committed_tolerances(), Rule::derived);
+  const TraceComparison c = judge.judge(runtime, judge.references(input));
+  EXPECT_TRUE(c.pass()) << divergence(c);
+  const std::string name = "layer.4.intermediate";
+  const auto judged = std::find_if(c.tensors.begin(), c.tensors.end(), [&](const auto& t) { return t.name == name; });
+  ASSERT_NE(judged, c.tensors.end());
+  ASSERT_TRUE(judged->local.has_value());
+  // The mechanism: against the fp32 recomputation alone (the floor binding), the same error fails.
+  const Oracle::LocalReferences local = Oracle::recomputing_in(ck.config, ck.weights, Arithmetic::fp32)
+                                            .recompute_locally(runtime, kRoundingProbes);
+  TraceComparison fp32_alone = c;
+  judge_locally(fp32_alone, runtime, local.exact, {&local.fp32}, committed_tolerances(), scheme_of(Arithmetic::fp32));
+  const auto alone = std::find_if(fp32_alone.tensors.begin(), fp32_alone.tensors.end(),
+                                  [&](const auto& t) { return t.name == name; });
+  EXPECT_GT(alone->local->ratio, judged->tolerance.k) << alone->local->ratio;
+  EXPECT_LE(judged->local->ratio, judged->tolerance.k);
+}
+
 RC_GTEST_PROP(EncoderProperties, ScalingOneTensorOfEveryTraceByAPowerOfTwoLeavesItsGlobalRatioUnchanged, ()) {
   JudgedRun r = judged_run();
   // Faults of every size, so that failing verdicts are held to it as well as passing ones.

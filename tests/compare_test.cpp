@@ -205,10 +205,10 @@ TEST(LocalRule, AtFp16AFewLastBitsFlippedPassAndASystematicStepFails) {
 
   const Tolerances rule = derived_rule(16);
   TraceComparison one = compare_derived(flipped, {&flipped}, flipped, rule, c);
-  judge_locally(one, flipped, exact, {&exact}, rule, kBinary16);
+  judge_locally(one, flipped, exact, {&exact}, rule, scheme_of(Arithmetic::fp16));
   EXPECT_TRUE(one.pass());
   TraceComparison all = compare_derived(stepped, {&stepped}, stepped, rule, c);
-  judge_locally(all, stepped, exact, {&exact}, rule, kBinary16);
+  judge_locally(all, stepped, exact, {&exact}, rule, scheme_of(Arithmetic::fp16));
   for (const TensorComparison& t : all.tensors) {
     ASSERT_TRUE(t.local) << t.name;
     EXPECT_DOUBLE_EQ(t.local->floor, relative_spacing(kBinary16) / std::sqrt(double(t.elements))) << t.name;
@@ -222,7 +222,7 @@ TEST(LocalRule, AtFp16AFewLastBitsFlippedPassAndASystematicStepFails) {
   Trace spread = exact;
   for (auto& [name, t] : spread.tensors) t.values[0] += 1e-9;
   TraceComparison tight = compare_derived(stepped, {&stepped}, stepped, derived_rule(16, 1e-6), c);
-  judge_locally(tight, stepped, exact, {&spread}, derived_rule(16, 1e-6), kBinary16);
+  judge_locally(tight, stepped, exact, {&spread}, derived_rule(16, 1e-6), scheme_of(Arithmetic::fp16));
   ASSERT_NE(tight.first_local_failure(), nullptr);
   EXPECT_EQ(tight.first_local_failure()->name, "embeddings.output");
 }
