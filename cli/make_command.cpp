@@ -58,6 +58,9 @@ Command add_make_fixture(CLI::App& app, const Shared&) {
   make->add_flag("--saturated-sink", f.saturated_sink,
                  "the same construction with saturated sinks: scores up to 120 (past fp32's exp range), "
                  "content attention exactly 0 in fp32, sink value norms 0-0.1");
+  make->add_flag("--saturated-peaks", f.saturated_peaks,
+                 "the same construction with saturated content peaks: rows one-hot on content words (score "
+                 "gaps past fp32's exp range) in most heads, twin heads that tie exactly");
   return {make, [o] {
             FixtureOptions fixture = o->fixture;
             fixture.out = o->out;

@@ -73,23 +73,66 @@ void add(DisplayRow& row, DisplayItem item) {
   if (item.differs || !item.decidable) row.items.push_back(std::move(item));
 }
 
-// The head. Within twice the error of the rule's scores (both heads' scores carry it) another head could
-// be opened; that matters only where it would print another row. An exact tie in the truth is decided by
-// the rule's tie-break, which the candidate must follow.
-void compare_head(const HeadRowSets& r, const HeadRule& rule, int word, const DisplaySpec& spec,
-                  size_t ht, size_t hc, const PrintedRow& pt, DisplayRow& row) {
-  if (rule.kind == HeadRule::Kind::fixed) return;
+// The least distance every head's rule score must move, each by at most that, for the rule to open head
+// j. On exact scores half j's gap to the best other head (both scores move); on printed ones the least
+// move that lifts j's printed score to some level R and lowers every other head's below R, or to R for a
+// head after j (a tie goes to the lower index), R from j's own level to one above the top.
+double opening_distance(const std::vector<double>& s, size_t j, std::optional<int> decimals) {
+  if (!decimals) {
+    double best = -INFINITY;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (i != j) best = std::max(best, s[i]);
+    return std::max(0.0, (best - s[j]) / 2);
+  }
+  const double unit = std::pow(10.0, -*decimals);
+  std::vector<long long> level(s.size());
+  for (size_t i = 0; i < s.size(); ++i) level[i] = printed_level(s[i], *decimals);
+  const long long top = *std::max_element(level.begin(), level.end());
+  double least = INFINITY;
+  for (long long R = level[j]; R <= top + 1; ++R) {
+    double d = level[j] >= R ? 0 : (double(R) - 0.5) * unit - s[j];  // to R's lower rounding boundary
+    for (size_t i = 0; i < s.size(); ++i) {
+      const long long ceiling = i < j ? R - 1 : R;
+      if (i != j && level[i] > ceiling) d = std::max(d, s[i] - (double(ceiling) + 0.5) * unit);
+    }
+    least = std::min(least, d);
+  }
+  return least;
+}
+
+// The head. Every head's rule score carries the measured error; a head another than the truth's that the
+// rule would open with every score moved by at most that matters only where it would print another row.
+// Under `head_scores: printed` that takes a printed score crossing a rounding boundary: scores that print
+// alike are decided by the tie-break however close. An exact tie in the truth is decided by the
+// tie-break, which the candidate must follow.
+void compare_head(const HeadRowSets& r, const Instrument& in, int word, size_t ht, size_t hc, const PrintedRow& pt,
+                  DisplayRow& row) {
+  if (in.head_rule.kind == HeadRule::Kind::fixed) return;
   const std::vector<WordRow>& t = r.truth;
+  const std::optional<int> decimals = in.display.head_decimals();
+  std::vector<double> s;
+  for (const WordRow& head : t) s.push_back(in.head_rule.score(head));
   double error = 0;
   for (const auto& bench : r.benchmarks)
-    for (size_t i = 0; i < t.size(); ++i) error = std::max(error, std::fabs(rule.score(bench[i]) - rule.score(t[i])));
-  auto gap = [&](size_t i) { return rule.score(t[ht]) - rule.score(t[i]); };
+    for (size_t i = 0; i < t.size(); ++i) error = std::max(error, std::fabs(in.head_rule.score(bench[i]) - s[i]));
+  // A head j can be opened within the error only if its score raised by it reaches the others' lowered:
+  // a cheap test that spares opening_distance for most heads.
+  auto at = [&](double x) { return decimals ? double(printed_level(x, *decimals)) : x; };
+  double lowered[2] = {-INFINITY, -INFINITY};  // the two largest lowered scores
+  for (double x : s) {
+    const double low = at(x - error);
+    lowered[1] = std::max(lowered[1], std::min(lowered[0], low));
+    lowered[0] = std::max(lowered[0], low);
+  }
   double margin = INFINITY;  // to the nearest head that would print another row
-  for (size_t i = 0; i < t.size(); ++i)
-    if (i != ht && gap(i) > 0 && gap(i) < margin && printed_row(t[i], word, spec) != pt) margin = gap(i);
-  if (hc != ht) margin = gap(hc);  // the boundary the candidate crossed
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (i == ht || at(s[i] + error) < (at(s[i] - error) == lowered[0] ? lowered[1] : lowered[0])) continue;
+    const double d = opening_distance(s, i, decimals);
+    if (d > 0 && d < margin && printed_row(t[i], word, in.display) != pt) margin = d;
+  }
+  if (hc != ht) margin = opening_distance(s, hc, decimals);  // the boundary the candidate crossed
   auto label = [&](size_t i) { return t[i].head.label(); };
-  add(row, {"head", label(hc), label(ht), hc != ht, !(margin > 0 && margin <= 2 * error), margin, 2 * error});
+  add(row, {"head", label(hc), label(ht), hc != ht, !(margin > 0 && margin <= error), margin, error});
 }
 
 // The sink share and its flags, in the head both sides open.
@@ -196,9 +239,9 @@ std::vector<DisplayRow> compare_display(const Instrument& instrument, const std:
         add(row, {"row", "— (" + candidate_rows.problem + ")", "shown", true, true, 0, 0});
       } else {
         const HeadRowSets sets{truth_rows.rows, candidate_rows.rows, b};
-        const size_t ht = opened_head(sets.truth, rule, heads), hc = opened_head(sets.candidate, rule, heads);
+        const size_t ht = instrument.opened_head(sets.truth, heads), hc = instrument.opened_head(sets.candidate, heads);
         const PrintedRow pt = printed_row(sets.truth[ht], word, spec);
-        compare_head(sets, rule, word, spec, ht, hc, pt, row);
+        compare_head(sets, instrument, word, ht, hc, pt, row);
         if (hc == ht) {  // another head's numbers are another row: nothing more to compare
           const PrintedRow pc = printed_row(sets.candidate[ht], word, spec);
           compare_sink(sets, ht, pt, pc, spec, row);
@@ -265,21 +308,26 @@ std::string DisplayVerdict::headline(const std::string& arithmetic) const {
 std::string display_markdown(const DisplayVerdict& v, const std::string& arithmetic) {
   std::string s = fmt::format(
       "## What the instrument shows — {}\n\n**{}.**\n\n"
-      "Every word of every sentence under each lens ({}), with the plan's head rule `{}` (`{}`), printed as `{}` says: the head opened, "
+      "Every word of every sentence under each lens ({}), with the plan's head rule `{}` (`{}`){}, printed as `{}` says: the head opened, "
       "the {} heaviest content words and their displayed weights, the sink share ({} decimals) and a flag at {}. "
       "Equal printed weights are ranked by their word's position. Computed from the candidate and from the fp64 "
       "truth. A row prints differently when any of this differs; that is explained by the declared arithmetic "
       "where the truth lies within its own error (the largest distance of its benchmark and rounding probes from "
       "the truth, per quantity) of the boundary that decided it (a rounding boundary, a flag's threshold, the "
-      "gap to another head that would print another row), and wrong, failing the gate, where it does not. An "
-      "exact tie in the truth is decided by the rule's tie-break (the lowest layer, then head). Undecidable: the "
+      "rule's scores moving far enough to open another head that would print another row), and wrong, failing "
+      "the gate, where it does not. An exact tie in the truth, or, under printed scores, scores that print alike, is "
+      "decided by the rule's tie-break (the lowest layer, then head). Undecidable: the "
       "truth lies within that error of such a boundary, whatever the candidate prints.\n\n",
       v.pass() ? "PASS" : "FAIL", v.headline(arithmetic), [&] {
         std::string l;
         for (Lens lens : v.instrument.lenses) l += (l.empty() ? "" : ", ") + std::string(lens_name(lens));
         return l;
       }(),
-      v.instrument.head_rule.label(), v.instrument.plan_file.string(), v.instrument.display_file.string(),
+      v.instrument.head_rule.label(), v.instrument.plan_file.string(),
+      v.instrument.display.head_on_printed_scores
+          ? fmt::format(" on its scores as printed to {} decimals (`head_scores: printed`)", v.instrument.display.decimals)
+          : "",
+      v.instrument.display_file.string(),
       v.instrument.display.top_targets, v.instrument.display.decimals, [&] {
         std::string f;
         for (double t : v.instrument.display.sink_flags) f += fmt::format("{}{:g} %", f.empty() ? "" : " and ", 100 * t);

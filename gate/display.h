@@ -7,9 +7,11 @@
 // A row prints differently when any printed item differs (equal printed weights are ranked by word
 // position, so weights that print alike show one thing). Where it does, the difference is explained by the
 // declared arithmetic when the truth lies within the arithmetic's own error of the boundary that decided
-// it (a rounding boundary of a printed number, a flag's threshold; twice it for the gap to another head
-// that would print another row, whose two scores both carry it), and wrong otherwise: a wrong row fails the
-// gate. An exact tie in the truth is decided by the head rule's tie-break, which the candidate must follow.
+// it (a rounding boundary of a printed number, a flag's threshold; for the head, every head's rule score
+// moved by it far enough to open another head that would print another row, and under the display file's
+// `head_scores: printed` only across a rounding boundary of a printed score), and wrong otherwise: a wrong
+// row fails the gate. An exact tie in the truth, or, under printed scores, scores that print alike, is
+// decided by the head rule's tie-break, which the candidate must follow.
 // A row is undecidable when its truth lies within that error of such a boundary, whatever the candidate
 // prints. The error is measured, not assumed: for each quantity, the largest distance from the truth of
 // the benchmark and its rounding probes (gate/verify.h), libtorch computing in the arithmetic the

@@ -14,7 +14,7 @@ namespace Y = yaml_input;
 DisplaySpec load_display_spec(const std::filesystem::path& file) {
   const YAML::Node d = Y::load(file);
   Y::require_map(file, d, "a display file");
-  Y::only_keys(file, d, {"decimals", "top_targets", "sink_flags"});
+  Y::only_keys(file, d, {"decimals", "top_targets", "sink_flags", "head_scores"});
   DisplaySpec spec;
   spec.decimals = static_cast<int>(Y::as_integer(file, Y::required(file, d, "decimals"), "decimals"));
   if (spec.decimals < 0 || spec.decimals > 6) Y::fail(file, d["decimals"], "decimals must be 0 to 6");
@@ -29,6 +29,11 @@ DisplaySpec load_display_spec(const std::filesystem::path& file) {
     spec.sink_flags.push_back(t);
   }
   if (spec.sink_flags.empty()) Y::fail(file, flags, "sink_flags needs at least one threshold");
+  if (const YAML::Node h = d["head_scores"]) {
+    const std::string how = Y::as_string(file, h, "head_scores");
+    if (how != "printed" && how != "exact") Y::fail(file, h, "head_scores is printed or exact");
+    spec.head_on_printed_scores = how == "printed";
+  }
   return spec;
 }
 
@@ -36,8 +41,6 @@ std::filesystem::path display_file_beside(const std::filesystem::path& plan_file
   std::filesystem::path p = plan_file;
   return p.replace_extension(".display.yaml");
 }
-
-std::string printed(double x, int decimals) { return fmt::format("{:.{}f}", x, decimals); }
 
 std::vector<int> content_words(size_t words, int word) {
   std::vector<int> all;

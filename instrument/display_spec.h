@@ -3,9 +3,13 @@
 // weights, and the sink share, each to `decimals` decimals (of a fraction: 2 prints 0.43), and a
 // disclosure flag wherever the sink share exceeds a threshold (strictly above it: the audit counts the
 // rows above a threshold and the registered plans read "more than half", so flag and count are one rule).
+// Where the file says `head_scores: printed`, the head (or layer) the plan's rule opens is decided on the
+// rule's scores as printed at `decimals` too: scores that print alike tie, and the rule's tie-break (the
+// lowest layer, then head) decides; `exact`, the default, compares them as computed.
 // It lives in its own file beside a study plan (plan.yaml → plan.display.yaml): the instrument's printing
 // is not part of what a study registers.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,15 +22,15 @@ struct DisplaySpec {
   int decimals = 0;
   int top_targets = 0;
   std::vector<double> sink_flags;  // ascending, each in (0, 1)
+  bool head_on_printed_scores = false;  // head_scores: printed
+  // The decimals the head rule's scores compare at; none: as computed.
+  std::optional<int> head_decimals() const { return head_on_printed_scores ? std::optional<int>(decimals) : std::nullopt; }
 };
 
-// Reads a display file (keys decimals, top_targets, sink_flags); an InputError naming it otherwise.
+// Reads a display file (keys decimals, top_targets, sink_flags, head_scores); an InputError naming it otherwise.
 DisplaySpec load_display_spec(const std::filesystem::path& file);
 // The display file beside a study plan: "studies/x.yaml" → "studies/x.display.yaml".
 std::filesystem::path display_file_beside(const std::filesystem::path& plan_file);
-
-// x printed with `decimals` decimals, as the instrument prints it.
-std::string printed(double x, int decimals);
 
 // The content words a row can show: every word but the query word itself, unless it is the only one.
 std::vector<int> content_words(size_t words, int word);

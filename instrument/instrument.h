@@ -16,6 +16,11 @@ struct Instrument {
   HeadRule head_rule;
   std::vector<Lens> lenses;
   DisplaySpec display;
+  // The head (or layer) this instrument opens among one word's head_rows: the plan's rule, on its scores
+  // as the display file says (DisplaySpec::head_decimals).
+  size_t opened_head(const std::vector<WordRow>& rows, int heads) const {
+    return lenscheck::opened_head(rows, head_rule, heads, display.head_decimals());
+  }
 };
 
 }  // namespace lenscheck

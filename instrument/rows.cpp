@@ -155,15 +155,29 @@ std::vector<WordRow> head_rows(const Trace& trace, const WordLayout& layout, Len
   return rows;
 }
 
-size_t opened_head(const std::vector<WordRow>& rows, const HeadRule& rule, int heads) {
+std::string printed(double x, int decimals) { return fmt::format("{:.{}f}", x, decimals); }
+
+long long printed_level(double x, int decimals) {
+  return std::llround(std::stod(printed(x, decimals)) * std::pow(10.0, decimals));
+}
+
+size_t opened_head(const std::vector<WordRow>& rows, const HeadRule& rule, int heads, std::optional<int> decimals) {
   if (rule.kind == HeadRule::Kind::fixed) {
     for (size_t i = 0; rule.fixed.head < heads && i < rows.size(); ++i)
       if (rows[i].head.same_place(rule.fixed)) return i;
     throw std::invalid_argument("head rule " + rule.label() + " names a head the model lacks");
   }
+  auto score = [&](const WordRow& row) {
+    const double x = rule.score(row);
+    return decimals ? double(printed_level(x, *decimals)) : x;
+  };
   size_t best = 0;
+  double top = score(rows[0]);
   for (size_t i = 1; i < rows.size(); ++i)
-    if (rule.score(rows[i]) > rule.score(rows[best])) best = i;
+    if (const double x = score(rows[i]); x > top) {
+      best = i;
+      top = x;
+    }
   return best;
 }
 

@@ -86,11 +86,18 @@ WordRow word_row(const WordLayout& layout, const Tensor& lens_weights, HeadRef h
 std::vector<WordRow> head_rows(const Trace& trace, const WordLayout& layout, Lens lens, int word, int layers,
                                int heads, const RowEdit& edit = {});
 
+// x printed with `decimals` decimals, as the instrument prints it.
+std::string printed(double x, int decimals);
+// x as printed with `decimals` decimals, in units of its last decimal: 0.996 → 100 at 2.
+long long printed_level(double x, int decimals);
+
 // The head a rule opens among one word's head_rows: the largest score, ties to the lowest layer, then the
 // lowest head, so selection is deterministic; the fixed head (or its layer) for Kind::fixed. Its index in
-// `rows`. Throws std::invalid_argument when a fixed head is not among the model's `heads` or its layer not
-// among the rows.
-size_t opened_head(const std::vector<WordRow>& rows, const HeadRule& rule, int heads);
+// `rows`. With `decimals`, scores compare as printed to that many decimals (printed_level), so scores that
+// print alike tie and the tie-break decides: what a reader of the printed scores sees. Throws
+// std::invalid_argument when a fixed head is not among the model's `heads` or its layer not among the rows.
+size_t opened_head(const std::vector<WordRow>& rows, const HeadRule& rule, int heads,
+                   std::optional<int> decimals = std::nullopt);
 
 // The row the instrument shows: the head the rule opens, among every layer x head of the trace.
 WordRow instrument_row(const Trace& trace, const WordLayout& layout, Lens lens, int word,

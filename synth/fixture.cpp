@@ -58,13 +58,15 @@ BertWeights generated_weights(const BertConfig& config, uint64_t seed, const Wei
 
 void make_fixture(const FixtureOptions& o) {
   if (o.tiny && o.bert_base) throw InputError("--bert-base", "--tiny and --bert-base exclude each other");
-  if (o.planted_sink && o.saturated_sink)
-    throw InputError("--saturated-sink", "--planted-sink and --saturated-sink exclude each other");
-  const bool constructed = o.planted_sink || o.saturated_sink;
+  if (int(o.planted_sink) + int(o.saturated_sink) + int(o.saturated_peaks) > 1)
+    throw InputError("--saturated-sink", "--planted-sink, --saturated-sink and --saturated-peaks exclude each other");
+  const bool constructed = o.planted_sink || o.saturated_sink || o.saturated_peaks;
   const Vocab vocab = Vocab::load(o.vocab);
   const int vocab_size = static_cast<int>(vocab.size());
   const BertConfig config = constructed ? planted_config(vocab_size) : fixture_config(o, vocab_size);
-  const SinkHeads heads = o.saturated_sink ? SinkHeads::saturated : SinkHeads::planted;
+  const SinkHeads heads = o.saturated_sink    ? SinkHeads::saturated
+                          : o.saturated_peaks ? SinkHeads::peaked
+                                              : SinkHeads::planted;
   BertWeights weights = constructed ? PlantedSink(config, o.seed, heads).weights(vocab.cls_id(), vocab.sep_id())
                                        : generated_weights(config, o.seed, o.trained ? trained_statistics()
                                                                                      : init_statistics());
@@ -89,9 +91,10 @@ void make_fixture(const FixtureOptions& o) {
   std::filesystem::create_directories(o.out);
   write_safetensors(o.out / "model.safetensors", out,
                     {{"format", "pt"},
-                     {"generator", fmt::format("lenscheck make-fixture --seed {}{}{}{}{}", o.seed,
+                     {"generator", fmt::format("lenscheck make-fixture --seed {}{}{}{}{}{}", o.seed,
                                                o.planted_sink ? " --planted-sink" : "",
                                                o.saturated_sink ? " --saturated-sink" : "",
+                                               o.saturated_peaks ? " --saturated-peaks" : "",
                                                o.bert_base ? " --bert-base" : "", o.trained ? " --trained" : "")}});
   write_text_file(o.out / "config.json", config_to_json(config));
   write_vocab(o.out / "vocab.txt", vocab.tokens());

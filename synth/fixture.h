@@ -38,6 +38,7 @@ struct FixtureOptions {
   bool float64 = false;   // store weights as F64 instead of F32
   bool planted_sink = false;  // constructed weights with a known sink (synth/planted.h)
   bool saturated_sink = false;  // the same construction with saturated sink heads (SinkHeads::saturated)
+  bool saturated_peaks = false;  // the same construction with saturated content peaks (SinkHeads::peaked)
 };
 
 // BERT-mini's shape (4 layers, hidden 256, 4 heads, intermediate 1024), BERT-base's, or the tiny one.

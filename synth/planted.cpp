@@ -75,6 +75,11 @@ PlantedSink::PlantedSink(const BertConfig& config, uint64_t seed, SinkHeads head
               {{4.5, 1.00, 0.60, 0.70}, {3.0, 1.25, 0.40, 0.45}, {4.0, 1.50, 0.90, 0.95}, {5.5, 0.75, 0.60, 0.60}},
               {{5.5, 1.25, 0.55, 0.60}, {3.5, 1.00, 0.65, 0.70}, {4.5, 1.50, 0.70, 0.80}, {4.0, 0.75, 0.50, 0.55}},
               {{4.0, 1.25, 0.60, 0.65}, {6.0, 1.00, 0.75, 0.80}, {3.0, 1.50, 0.50, 0.55}, {5.0, 1.25, 0.65, 0.70}}};
+  else if (heads == SinkHeads::peaked)  // γ of 12 gives peaks about 0.99, 30 and more within 1e-5 of 1.
+    heads_ = {{{0, 60, 0.60, 0.65}, {0, 60, 0.60, 0.65, 0}, {0, 24, 0.50, 0.55}, {120, 1.00, 0.00, 0.00}},
+              {{0, 150, 0.70, 0.75}, {0, 18, 0.60, 0.60}, {0, 90, 0.40, 0.45}, {0, 90, 0.40, 0.45, 2}},
+              {{0, 30, 0.55, 0.60}, {100, 1.00, 0.01, 0.012}, {0, 200, 0.65, 0.70}, {2.0, 1.50, 0.60, 0.70}},
+              {{0, 40, 0.60, 0.65}, {0, 40, 0.60, 0.65, 0}, {0, 120, 0.50, 0.55}, {0, 12, 0.80, 0.85}}};
   else  // Saturated: content attention exp(-σ) below fp32's smallest subnormal (e^-103.3) at σ ≥ 110.
     heads_ = {{{120, 1.00, 0.00, 0.00}, {30, 1.25, 0.02, 0.025}, {12, 1.00, 0.05, 0.06}, {3.0, 1.50, 0.60, 0.65}},
               {{100, 1.00, 0.01, 0.012}, {20, 1.25, 0.03, 0.035}, {8.0, 1.50, 0.10, 0.12}, {0.0, 1.00, 0.60, 0.60}},
@@ -93,6 +98,7 @@ std::vector<int8_t> PlantedSink::embedding(int64_t token, int cls_id, int sep_id
 }
 
 std::vector<int8_t> PlantedSink::direction(int layer, int h, int which) const {
+  if (h < config_.num_attention_heads && head(layer, h).twin >= 0) h = head(layer, h).twin;
   return balanced(size_t(config_.hidden_size),
                   ~seed_ ^ (uint64_t(layer) << 40 | uint64_t(h) << 20 | uint64_t(which)));
 }

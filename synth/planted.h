@@ -20,6 +20,12 @@
 // that scores pass fp32's exp range (88.7) and content attention rounds to exactly 0 in fp32, and
 // value ratios from 0 (layer 0, head 0: the sink carries nothing, its norm-weighted rows no weight at
 // all) to 0.1 beside a soft head per layer.
+//
+// A third set saturates content peaks instead (issue #46: a head rule decidable where heads saturate):
+// most heads put no extra score on the sink (σ = 0) and content gains γ of 12 to 200, so each row
+// goes one-hot to a content word, its score gaps past fp32's exp range in several heads at once, and
+// the content peaks of many heads print 1.00 together; each layer's heads 0 and 1 or 2 and 3 are
+// twins (the same weights), whose rows tie exactly.
 #include <cstdint>
 #include <vector>
 
@@ -32,9 +38,10 @@ struct PlantedHead {
   double content_gain;       // γ: how sharply content tokens attend to each other
   double value_ratio;        // ρ: ‖v‖ of [CLS]/[SEP] over ‖v‖ of a content token with m·x = 0
   double transformed_ratio;  // the same ratio for ‖f(x)‖
+  int twin = -1;             // a head of the same layer whose weights this one copies; -1: its own
 };
 
-enum class SinkHeads { planted, saturated };
+enum class SinkHeads { planted, saturated, peaked };
 
 class PlantedSink {
  public:
