@@ -15,7 +15,8 @@
 // A row is undecidable when its truth lies within that error of such a boundary, whatever the candidate
 // prints. The error is measured, not assumed: for each quantity, the largest distance from the truth of
 // the benchmark and its rounding probes (gate/verify.h), libtorch computing in the arithmetic the
-// candidate declares. It is the format's own error, not the k times it that the tensor gate allows. A
+// candidate declares, and for fp16 the same graph rounded at its other op boundaries (every op's output,
+// or only where ONNX Runtime's casts are: a correct runtime may do either). It is the format's own error, not the k times it that the tensor gate allows. A
 // candidate whose row cannot be read (a lens tensor missing, misshaped or not finite) is wrong there.
 #include <string>
 #include <vector>

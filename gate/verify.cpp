@@ -117,6 +117,7 @@ struct Judge::Oracles {
   std::vector<oracle::Oracle> perturbed;
   std::optional<oracle::Oracle> fp64;
   std::optional<oracle::Oracle> local;  // the declared scheme, each op from the candidate's inputs
+  std::optional<oracle::Oracle> other_rounding;
 };
 
 Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule, Arithmetic arithmetic)
@@ -125,12 +126,14 @@ Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule, Arit
     throw InputError("--absolute", fmt::format("the absolute rule's bounds are fp32's; a candidate that declares "
                                                "{} is judged by the derived rule", arithmetic_name(arithmetic)));
   try {
-    oracles_ = std::make_unique<Oracles>(Oracles{oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic), {}, {}, {}});
+    oracles_ = std::make_unique<Oracles>(Oracles{oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic), {}, {}, {}, {}});
     if (rule == Rule::derived) {
       for (int seed = 1; seed <= kRoundingProbes; ++seed)
         oracles_->perturbed.push_back(oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic, uint64_t(seed)));
       oracles_->fp64.emplace(ck.config, ck.weights, oracle::Precision::fp64);
       oracles_->local.emplace(oracle::Oracle::recomputing_in(ck.config, ck.weights, arithmetic));
+      if (const auto other = other_rounding(arithmetic))
+        oracles_->other_rounding.emplace(oracle::Oracle::computing_in(ck.config, ck.weights, *other));
     }
   } catch (const oracle::OracleError& e) {
     throw InputError(ck.dir, e.what());
@@ -139,15 +142,16 @@ Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule, Arit
 
 Judge::~Judge() = default;
 
-Judge::References Judge::references(const Encoding& encoding) const {
+Judge::References Judge::references(const Encoding& encoding, bool display) const {
   try {
-    References r{oracles_->fp32.forward(encoding), {}, {}};
+    References r{oracles_->fp32.forward(encoding), {}, {}, {}};
     for (const oracle::Oracle& o : oracles_->perturbed) {
       r.perturbed.push_back(o.forward(encoding));
       r.perturbed.back().producer = fmt::format("{} (weights and LayerNorm outputs moved one step, seed {})",
                                                 r.perturbed.back().producer, r.perturbed.size());
     }
     if (oracles_->fp64) r.truth = oracles_->fp64->forward(encoding);
+    if (display && oracles_->other_rounding) r.other_rounding = oracles_->other_rounding->forward(encoding);
     return r;
   } catch (const oracle::OracleError& e) {
     throw InputError(checkpoint_.dir, e.what());
@@ -157,6 +161,12 @@ Judge::References Judge::references(const Encoding& encoding) const {
 std::vector<const Trace*> Judge::References::benchmarks() const {
   std::vector<const Trace*> all = {&benchmark};
   for (const Trace& p : perturbed) all.push_back(&p);
+  return all;
+}
+
+std::vector<const Trace*> Judge::References::display_benchmarks() const {
+  std::vector<const Trace*> all = benchmarks();
+  if (other_rounding) all.push_back(&*other_rounding);
   return all;
 }
 
@@ -225,10 +235,11 @@ ComparisonSummary summarise_verdicts(const std::vector<SentenceVerdict>& verdict
 // One sentence judged: the tensor gate, and the display verdict's rows where the options ask for one.
 void judge_sentence(const Judge& judge, const VerifyOptions& options, const BertConfig& config, SentenceVerdict& v,
                     const Trace& candidate, const Encoding& encoding, const std::set<std::string>& unreachable) {
-  const Judge::References refs = judge.references(encoding);
+  const bool display = options.instrument && judge.rule() == Rule::derived;
+  const Judge::References refs = judge.references(encoding, display);
   v.gate = judge.judge(candidate, refs, unreachable);
-  if (!options.instrument || judge.rule() != Rule::derived) return;
-  v.display = compare_display(*options.instrument, v.sentence.id, candidate, *refs.truth, refs.benchmarks(),
+  if (!display) return;
+  v.display = compare_display(*options.instrument, v.sentence.id, candidate, *refs.truth, refs.display_benchmarks(),
                               config.num_hidden_layers, config.num_attention_heads, v.display_rows);
 }
 

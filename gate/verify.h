@@ -134,9 +134,15 @@ class Judge {
     Trace benchmark;                 // libtorch in the declared arithmetic
     std::vector<Trace> perturbed;    // the same, the kRoundingProbes probes; derived rule only
     std::optional<Trace> truth;      // libtorch fp64, derived rule only
+    // The declared arithmetic rounded at the graph's other op boundaries (model/arithmetic.h
+    // other_rounding), for the display verdict only; none where the scheme has no such freedom.
+    std::optional<Trace> other_rounding;
     std::vector<const Trace*> benchmarks() const;  // the benchmark, then its probes
+    // The display verdict's: these and the other rounding, so that its error holds for either execution.
+    std::vector<const Trace*> display_benchmarks() const;
   };
-  References references(const Encoding& encoding) const;
+  // `display`: with the other rounding, which only the display verdict reads.
+  References references(const Encoding& encoding, bool display = false) const;
   // The global verdict against `references`, and under the derived rule the local verdict: every tensor
   // recomputed by its op from the candidate's own inputs in the declared scheme.
   TraceComparison judge(const Trace& candidate, const References& references,

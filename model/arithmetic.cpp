@@ -86,6 +86,12 @@ Scheme scheme_of(Arithmetic a) {
   throw std::logic_error("unknown arithmetic");
 }
 
+std::optional<Arithmetic> other_rounding(Arithmetic a) {
+  if (a == Arithmetic::fp16) return Arithmetic::fp16_ort_cpu;
+  if (a == Arithmetic::fp16_ort_cpu) return Arithmetic::fp16;
+  return std::nullopt;
+}
+
 double relative_spacing(const FloatFormat& f) { return std::ldexp(1.0, 1 - f.digits); }
 
 namespace {

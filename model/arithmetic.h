@@ -63,6 +63,10 @@ struct Scheme {
   bool fp32_between_casts;
 };
 Scheme scheme_of(Arithmetic arithmetic);
+// The same graph rounded at the other set of op boundaries, where its format leaves a correct runtime
+// that freedom: fp16 (every op's output rounded to binary16) and fp16-ort-cpu (fused chains kept in fp32
+// between casts) are the two ends of an fp16 graph's executions. None for the other schemes.
+std::optional<Arithmetic> other_rounding(Arithmetic arithmetic);
 // The spacing of `format` relative to a value's size: 2^(1 - digits) (FLT_EPSILON for binary32).
 double relative_spacing(const FloatFormat& format);
 
