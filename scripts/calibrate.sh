@@ -4,12 +4,12 @@
 # sweep of random models and on every bundled checkpoint and every real one in .deps/models/, from an
 # existing build (scripts/build.sh) and its fixtures.
 #   scripts/calibrate.sh [SWEEP_MODELS] [CHECKPOINT_DIR...]
-# SWEEP_MODELS: random models per candidate (default 100: some 17 minutes of 2 cores for the four
-# candidates; 300, the report before the real checkpoints, took 52); CHECKPOINT_DIRs: further checkpoints.
+# SWEEP_MODELS: random models per candidate (default 300, as before the real checkpoints: 52 minutes of
+# the sweep alone for the four candidates on 2 cores); CHECKPOINT_DIRs: further checkpoints.
 # Exit 1 on any false alarm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-models="${1:-100}"
+models="${1:-300}"
 shift $(($# > 0 ? 1 : 0))
 fixtures=()
 for bundled in bert-mini trained-mini planted-sink bert-base-shape saturated-sink; do
