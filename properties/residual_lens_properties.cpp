@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "model/error.h"
+#include "mutations/residual_lens_terms.h"
 #include "oracle/oracle.h"
 #include "properties/generators.h"
 #include "runtime/encoder.h"
@@ -61,14 +62,9 @@ Forward forward(bool zero_biases_unit_gains) {
   return f;
 }
 
-// z_ij of the captured layer, in double.
-std::vector<double> z_of(const Captured& c, size_t i, size_t j) {
-  std::vector<double> z(c.D);
-  for (size_t d = 0; d < c.D; ++d) {
-    z[d] = i == j ? double(c.x[i * c.D + d]) : 0.0;
-    for (size_t h = 0; h < c.H; ++h) z[d] += double(c.probs[(h * c.T + i) * c.T + j]) * double(c.fx[(h * c.T + j) * c.D + d]);
-  }
-  return z;
+// z_ij of the captured layer, in double, [T, T, D].
+std::vector<double> z_of(const Captured& c) {
+  return residual_lens_vectors(c.probs.data(), c.fx.data(), c.x.data(), c.H, c.T, c.D);
 }
 
 // Higham's γ_n = n u / (1 − n u) of fp32: the relative forward error bound of a sum of n products.
@@ -105,13 +101,12 @@ RC_GTEST_PROP(ResidualLensProperties, TheDecompositionIsCompleteUpToTheBiasOfThe
   const Captured& c = f.layer;
   const LayerWeights& w = f.weights.layers[size_t(f.index)];
   const double g = gamma(c.D + c.T + c.Dh + 2);
+  const std::vector<double> z = z_of(c);
   for (size_t i = 0; i < c.T; ++i) {
     std::vector<double> sum(c.D);
     for (size_t d = 0; d < c.D; ++d) sum[d] = double(w.attention_out_b.values[d]);
-    for (size_t j = 0; j < c.T; ++j) {
-      const std::vector<double> z = z_of(c, i, j);
-      for (size_t d = 0; d < c.D; ++d) sum[d] += z[d];
-    }
+    for (size_t j = 0; j < c.T; ++j)
+      for (size_t d = 0; d < c.D; ++d) sum[d] += z[(i * c.T + j) * c.D + d];
     const std::vector<double> m = magnitudes(f, i);
     for (size_t d = 0; d < c.D; ++d)
       if (!(std::abs(sum[d] - double(c.y[i * c.D + d])) <= g * m[d]))
@@ -129,17 +124,15 @@ RC_GTEST_PROP(ResidualLensProperties, WithZeroBiasesAndUnitGainsTheLayerNormedVe
   const Captured& c = f.layer;
   const Tensor& output = *f.trace.find(trace_name(f.index, LayerTensor::attention_output));  // [T, D]
   const double g = gamma(c.D + c.T + c.Dh + 2);
+  const std::vector<double> z = z_of(c);
   for (size_t i = 0; i < c.T; ++i) {
-    double mean_y = 0, var_y = 0;
-    for (size_t d = 0; d < c.D; ++d) mean_y += double(c.y[i * c.D + d]) / double(c.D);
-    for (size_t d = 0; d < c.D; ++d) var_y += std::pow(double(c.y[i * c.D + d]) - mean_y, 2) / double(c.D);
-    const double scale = 1 / std::sqrt(var_y + f.config.layer_norm_eps);
+    const std::vector<double> yi(c.y.begin() + long(i * c.D), c.y.begin() + long((i + 1) * c.D));
+    const double scale = 1 / std::sqrt(mean_and_variance(yi.data(), c.D).second + f.config.layer_norm_eps);
     std::vector<double> sum(c.D, 0.0);
     for (size_t j = 0; j < c.T; ++j) {
-      const std::vector<double> z = z_of(c, i, j);
-      double mean = 0;
-      for (double v : z) mean += v / double(c.D);
-      for (size_t d = 0; d < c.D; ++d) sum[d] += (z[d] - mean) * scale;
+      const double* zij = z.data() + (i * c.T + j) * c.D;
+      const double mean = mean_and_variance(zij, c.D).first;
+      for (size_t d = 0; d < c.D; ++d) sum[d] += (zij[d] - mean) * scale;
     }
     const std::vector<double> m = magnitudes(f, i);
     const double coupled = 2 * g * *std::max_element(m.begin(), m.end()) * scale;

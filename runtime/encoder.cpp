@@ -39,6 +39,11 @@ class Recorder {
   void shown(std::string name, std::vector<int64_t> shape, const float* data) {
     if (keeps_lenses(mode_)) add(std::move(name), std::move(shape), data);
   }
+  // Whether a tensor of the full trace would be kept: the record mode keeps it and, filling what is
+  // missing, the trace lacks it (what a graph outputs need not be computed again).
+  bool wants(const std::string& name) const {
+    return mode_ == Record::everything && !(fill_ == missing_only && trace_.find(name));
+  }
   // The last layer's output.
   void last(std::string name, std::vector<int64_t> shape, const float* data) {
     if (mode_ == Record::everything || mode_ == Record::output) add(std::move(name), std::move(shape), data);
@@ -91,7 +96,7 @@ void record_lenses(const Stages& stages, const Pass& pass, const LayerOf& layer,
   rec.shown(name(LT::lens_value_norm), {h, t, t}, lens);
   weight_by_key(probs, transformed_norm, H, T, lens);
   rec.shown(name(LT::lens_transformed_norm), {h, t, t}, lens);
-  if (rec.mode() == Record::everything) {
+  if (rec.wants(name(LT::lens_summed_transformed_norm))) {  // O(T² H D), as much as the residual lens
     summed_transformed_norm(probs, fx, H, T, D, lens);
     rec(name(LT::lens_summed_transformed_norm), {t, t}, lens);
   }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "mutations/mutation.h"
+#include "mutations/residual_lens_terms.h"
 
 namespace lenscheck::mutation {
 
@@ -23,10 +24,7 @@ Equivalence eps_negligible(const Context& ctx) {
     for (int l = 0; l < c.num_hidden_layers; ++l) {
       const Tensor& y = *run.references.truth->find(trace_name(l, LayerTensor::attention_pre_norm));  // [T, D]
       for (size_t i = 0; i < size_t(y.shape[0]); ++i) {
-        const double* yi = y.values.data() + i * D;
-        double mean = 0, var = 0;
-        for (size_t d = 0; d < D; ++d) mean += yi[d] / double(D);
-        for (size_t d = 0; d < D; ++d) var += (yi[d] - mean) * (yi[d] - mean) / double(D);
+        const double var = mean_and_variance(y.values.data() + i * D, D).second;
         if (var < smallest) smallest = var, at = fmt::format("{} layer {} token {}", run.sentence.id, l, i);
       }
     }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "mutations/mutation.h"
+#include "mutations/residual_lens_terms.h"
 
 namespace lenscheck::mutation {
 
@@ -19,19 +20,12 @@ std::vector<double> truth_z(const Context& ctx, const Trace& truth, int l) {
   const Tensor& x = *truth.find(l == 0 ? kEmbeddingsOutput : trace_name(l - 1, LayerTensor::output));
   const std::vector<float>& wo = ctx.checkpoint.weights.layers[size_t(l)].attention_out_w.values;  // [D, D]
   const size_t T = size_t(x.shape[0]);
-  std::vector<double> f(H * T * D, 0.0), z(T * T * D, 0.0);
+  std::vector<double> f(H * T * D, 0.0);
   for (size_t h = 0; h < H; ++h)
     for (size_t j = 0; j < T; ++j)
       for (size_t d = 0; d < D; ++d)
         for (size_t e = 0; e < Dh; ++e) f[(h * T + j) * D + d] += v.values[(h * T + j) * Dh + e] * double(wo[d * D + h * Dh + e]);
-  for (size_t i = 0; i < T; ++i)
-    for (size_t j = 0; j < T; ++j)
-      for (size_t d = 0; d < D; ++d) {
-        double sum = i == j ? x.values[i * D + d] : 0.0;
-        for (size_t h = 0; h < H; ++h) sum += probs.values[(h * T + i) * T + j] * f[(h * T + j) * D + d];
-        z[(i * T + j) * D + d] = sum;
-      }
-  return z;
+  return residual_lens_vectors(probs.values.data(), f.data(), x.values.data(), H, T, D);
 }
 
 // The mutant moves element [i, j] by ‖γ ⊙ (z_ij − mean)‖ · |1/sqrt(var z_ij + ε) − 1/sqrt(var y_i + ε)|:
@@ -54,18 +48,12 @@ Equivalence own_variance_moves_nothing(const Context& ctx) {
       double rms = 0;
       for (double e : lens.values) rms += e * e / double(lens.values.size());
       rms = std::sqrt(rms);
-      auto moments = [D](const double* v) {
-        double mean = 0, var = 0;
-        for (size_t d = 0; d < D; ++d) mean += v[d] / double(D);
-        for (size_t d = 0; d < D; ++d) var += (v[d] - mean) * (v[d] - mean) / double(D);
-        return std::pair{mean, var};
-      };
       const std::vector<double> z = truth_z(ctx, truth, l);
       for (size_t i = 0; i < T; ++i) {
-        const double var_y = moments(y.values.data() + i * D).second;
+        const double var_y = mean_and_variance(y.values.data() + i * D, D).second;
         for (size_t j = 0; j < T; ++j) {
           const double* zij = z.data() + (i * T + j) * D;
-          const auto [mean, var_z] = moments(zij);
+          const auto [mean, var_z] = mean_and_variance(zij, D);
           double centred = 0;
           for (size_t d = 0; d < D; ++d) centred += std::pow(double(gain[d]) * (zij[d] - mean), 2);
           const double move = std::sqrt(centred) * std::abs(1 / std::sqrt(var_z + c.layer_norm_eps) -
@@ -98,24 +86,15 @@ LENSCHECK_MUTATION({.name = "residual-lens-variance-of-z",
                         shipped(p, l, probs, fx, x, y, out);
                         if (!out.residual_layernorm_norm) return;
                         const float* gain = l.w.attention_ln_g.values.data();
-                        std::vector<double> z(p.D);
+                        const std::vector<double> z = residual_lens_vectors(probs, fx, x, p.H, p.T, p.D);
                         for (size_t i = 0; i < p.T; ++i)
                           for (size_t j = 0; j < p.T; ++j) {
-                            double mean = 0;
-                            for (size_t d = 0; d < p.D; ++d) {
-                              z[d] = i == j ? double(x[i * p.D + d]) : 0.0;
-                              for (size_t h = 0; h < p.H; ++h)
-                                z[d] += double(probs[(h * p.T + i) * p.T + j]) * double(fx[(h * p.T + j) * p.D + d]);
-                              mean += z[d];
-                            }
-                            mean /= double(p.D);
-                            double var = 0, norm = 0;
-                            for (size_t d = 0; d < p.D; ++d) {
-                              var += (z[d] - mean) * (z[d] - mean);
-                              norm += std::pow(double(gain[d]) * (z[d] - mean), 2);
-                            }
+                            const double* zij = z.data() + (i * p.T + j) * p.D;
+                            const auto [mean, var] = mean_and_variance(zij, p.D);
+                            double norm = 0;
+                            for (size_t d = 0; d < p.D; ++d) norm += std::pow(double(gain[d]) * (zij[d] - mean), 2);
                             out.residual_layernorm_norm[i * p.T + j] =
-                                float(std::sqrt(norm) / std::sqrt(var / double(p.D) + p.config.layer_norm_eps));
+                                float(std::sqrt(norm) / std::sqrt(var + p.config.layer_norm_eps));
                           }
                       };
                     })});
