@@ -96,7 +96,8 @@ std::optional<Linear> matmul(const GraphIndex& graph, const std::string& product
   return Linear{.input = mm->input(0), .weight = w.tensor, .in_out = !w.transposed};
 }
 
-// quantize_dynamic's DynamicQuantizeLinear(x) → MatMulInteger(x_q, W_q[in, out]) → Cast → Mul(x_scale · w_scale).
+// quantize_dynamic's DynamicQuantizeLinear(x) → MatMulInteger(x_q, W_q[in, out]) → Cast →
+// Mul(x_scale · w_scale).
 std::optional<Linear> matmul_integer(const GraphIndex& graph, const std::string& product) {
   const onnx::NodeProto* mul = graph.made_by(product, "Mul");
   for (int i = 0; mul && i < 2; ++i) {
@@ -204,7 +205,8 @@ bool inverse_deviation(const GraphIndex& graph, const std::string& value, const 
 }
 
 // (d / σ or d · 1/σ) · γ + β from `normalized`, whatever made it.
-std::optional<Norm> scaled_and_shifted(const GraphIndex& graph, const onnx::NodeProto& mean, const std::string& normalized) {
+std::optional<Norm> scaled_and_shifted(const GraphIndex& graph, const onnx::NodeProto& mean,
+                                       const std::string& normalized) {
   const auto [mul, gain] = affine(graph, normalized, "Mul");
   const auto [add, bias] = mul ? affine(graph, mul->output(0), "Add") : std::pair{nullptr, nullptr};
   if (!add) return std::nullopt;
@@ -250,7 +252,8 @@ std::optional<Norm> folded_scale(const GraphIndex& graph, const onnx::NodeProto&
     if (!gain) continue;
     for (const onnx::NodeProto* sub : graph.readers(shift->output(0), "Sub")) {
       const onnx::TensorProto* bias = sub->input(1) == shift->output(0) ? graph.initializer(sub->input(0)) : nullptr;
-      for (const onnx::NodeProto* add : bias ? graph.readers(sub->output(0), "Add") : std::vector<const onnx::NodeProto*>{}) {
+      if (!bias) continue;
+      for (const onnx::NodeProto* add : graph.readers(sub->output(0), "Add")) {
         const onnx::NodeProto* xs = graph.made_by(other(*add, sub->output(0)), "Mul");
         if (xs && other(*xs, s) == mean.input(0) && (xs->input(0) == s || xs->input(1) == s))
           return Norm{mean.input(0), add->output(0), gain, bias};

@@ -58,7 +58,8 @@ struct Linear {
 std::optional<Linear> linear_behind(const GraphIndex& graph, const std::string& value);
 
 // The value up to 12 producers back from `value` (through non-constant inputs) that a linear layer with a
-// weight of `in` × `out` makes: the FFN's first layer, behind its activation.
+// weight of `in` × `out` makes: the FFN's first layer, behind its activation (torch.onnx's erf and tanh
+// GELU, F.gelu's or written out, put it 2 producers back; 12 leaves room for longer activations).
 std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, int64_t in, int64_t out);
 
 // A LayerNorm: its input, output, gain γ and bias β.

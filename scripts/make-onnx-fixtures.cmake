@@ -1,9 +1,9 @@
 # Graphs lenscheck did not write, for `verify --candidate onnx:PATH` (tests/shipped_graph_test.cpp,
-# scripts/onnx-file-report.sh): trained-mini exported by PyTorch's own torch.onnx at opset 14 (and in other forms, below)
+# scripts/onnx-file-report.sh): trained-mini exported by PyTorch's own torch.onnx at opset 14
 # (scripts/torch-onnx-export.py on Debian's python3-torch: LayerNorm and GELU decomposed, linear weights
-# transposed), and the same graph as ONNX Runtime's extended optimizer saves it (LayerNormalization,
-# FusedMatMul and BiasGelu fused), written by onnx/ort-adapter.py (in PYTHON_ENV, which has onnxruntime)
-# asked for no sentence. Run by CTest as a fixture set-up after make-fixtures.cmake, and by scripts/build.sh.
+# transposed), in other forms (below), and the same graph as ONNX Runtime's extended optimizer saves it
+# (LayerNormalization, FusedMatMul and BiasGelu fused), written by onnx/ort-adapter.py (in PYTHON_ENV, which
+# has onnxruntime) asked for no sentence. Run by CTest as a fixture set-up after make-fixtures.cmake, and by scripts/build.sh.
 foreach(var PYTHON PYTHON_ENV FIXTURES)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "make-onnx-fixtures.cmake needs -D${var}=...")

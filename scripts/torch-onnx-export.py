@@ -106,7 +106,10 @@ class SelfAttention(nn.Module):
     def forward(self, x, mask):
         q, k, v = self.split_heads(self.query(x)), self.split_heads(self.key(x)), self.split_heads(self.value(x))
         scores = torch.matmul(q, k.transpose(-1, -2))
-        scores = scores / math.sqrt(self.head_dim) if FORMS["scale"] == "div" else scores * (1 / math.sqrt(self.head_dim))
+        if FORMS["scale"] == "div":
+            scores = scores / math.sqrt(self.head_dim)
+        else:
+            scores = scores * (1 / math.sqrt(self.head_dim))
         probs = nn.functional.softmax(scores + mask, dim=-1)
         context = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
         return context.view(context.size()[:-2] + (self.heads * self.head_dim,))

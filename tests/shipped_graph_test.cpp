@@ -86,7 +86,8 @@ fs::path through_identity_and_cast() {
   for (onnx::NodeProto& n : *g.mutable_node()) {
     for (int i = 0; i < n.input_size(); ++i) {
       if (!initializers.count(n.input(i))) continue;
-      const std::string copied = fmt::format("{}_{}_identity", n.name(), i), cast = fmt::format("{}_{}_cast", n.name(), i);
+      const std::string copied = fmt::format("{}_{}_identity", n.name(), i);
+      const std::string cast = fmt::format("{}_{}_cast", n.name(), i);
       onnx::NodeProto& id = *nodes.Add();
       id.set_op_type("Identity");
       id.add_input(n.input(i));
