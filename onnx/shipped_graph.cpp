@@ -12,6 +12,7 @@
 
 #include "model/error.h"
 #include "model/trace.h"
+#include "onnx/graph_patterns.h"
 #include "runtime/encoder.h"
 
 namespace lenscheck::onnx_export {
@@ -41,90 +42,6 @@ std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g)
   for (const onnx::TensorProto& t : g.initializer())
     if (t.data_type() == onnx::TensorProto::FLOAT16) return {Arithmetic::fp16_ort_cpu, "its initializers are float16"};
   return {Arithmetic::fp32, "its initializers are float32 and no layer is quantized"};
-}
-
-// The graph as an index: who makes each value, who reads it, which values are initializers.
-class GraphIndex {
- public:
-  explicit GraphIndex(const onnx::GraphProto& g) : g_(g) {
-    for (int i = 0; i < g.node_size(); ++i)
-      for (const std::string& out : g.node(i).output()) producer_[out] = i;
-    for (const onnx::TensorProto& t : g.initializer()) initializers_.emplace(t.name(), &t);
-  }
-  const onnx::NodeProto* producer(const std::string& value) const {
-    const auto it = producer_.find(value);
-    return it == producer_.end() ? nullptr : &g_.node(it->second);
-  }
-  const onnx::NodeProto* made_by(const std::string& value, const std::string& op) const {
-    const onnx::NodeProto* n = producer(value);
-    return n && n->op_type() == op ? n : nullptr;
-  }
-  std::vector<const onnx::NodeProto*> readers(const std::string& value, const std::string& op) const {
-    std::vector<const onnx::NodeProto*> r;
-    for (const onnx::NodeProto& n : g_.node())
-      if (n.op_type() == op && std::find(n.input().begin(), n.input().end(), value) != n.input().end()) r.push_back(&n);
-    return r;
-  }
-  std::vector<const onnx::NodeProto*> nodes(const std::string& op) const {
-    std::vector<const onnx::NodeProto*> r;
-    for (const onnx::NodeProto& n : g_.node())
-      if (n.op_type() == op) r.push_back(&n);
-    return r;
-  }
-  bool constant(const std::string& value) const {
-    const onnx::NodeProto* n = producer(value);
-    return initializers_.count(value) || (n && n->op_type() == "Constant");
-  }
-  const onnx::TensorProto* initializer(const std::string& value) const {
-    const auto it = initializers_.find(value);
-    return it == initializers_.end() ? nullptr : it->second;
-  }
-
- private:
-  const onnx::GraphProto& g_;
-  std::map<std::string, int> producer_;
-  std::map<std::string, const onnx::TensorProto*> initializers_;
-};
-
-// A linear layer as exporters write it: MatMul(x, W[in, out]) + b, or quantize_dynamic's
-// DynamicQuantizeLinear(x) → MatMulInteger(x_q, W_q[in, out]) → Cast → Mul(x_scale · w_scale) + b.
-struct Linear {
-  std::string input;                     // x
-  const onnx::TensorProto* weight;       // [in, out]: float, float16 or int8
-  const onnx::TensorProto* scale;        // int8: one per output channel
-  const onnx::TensorProto* bias;
-};
-
-// The linear layer whose output (after its bias) is `value`, if the pattern is there.
-std::optional<Linear> linear_behind(const GraphIndex& graph, const std::string& value) {
-  const onnx::NodeProto* add = graph.made_by(value, "Add");
-  if (!add || add->input_size() != 2) return std::nullopt;
-  Linear lin{"", nullptr, nullptr, nullptr};
-  std::string product;
-  for (const std::string& in : add->input()) {
-    if (const onnx::TensorProto* t = graph.initializer(in)) lin.bias = t;
-    else product = in;
-  }
-  if (!lin.bias) return std::nullopt;
-  if (const onnx::NodeProto* mm = graph.made_by(product, "MatMul")) {
-    lin.input = mm->input(0);
-    lin.weight = graph.initializer(mm->input(1));
-    return lin.weight ? std::optional(lin) : std::nullopt;
-  }
-  const onnx::NodeProto* mul = graph.made_by(product, "Mul");
-  for (int i = 0; mul && i < 2; ++i) {
-    const onnx::NodeProto* cast = graph.made_by(mul->input(i), "Cast");
-    const onnx::NodeProto* mmi = cast ? graph.made_by(cast->input(0), "MatMulInteger") : nullptr;
-    const onnx::NodeProto* scales = graph.made_by(mul->input(1 - i), "Mul");
-    const onnx::NodeProto* dql = mmi ? graph.made_by(mmi->input(0), "DynamicQuantizeLinear") : nullptr;
-    if (!dql || !scales) continue;
-    lin.input = dql->input(0);
-    lin.weight = graph.initializer(mmi->input(1));
-    for (const std::string& in : scales->input())
-      if (const onnx::TensorProto* t = graph.initializer(in)) lin.scale = t;
-    return lin.weight && lin.scale ? std::optional(lin) : std::nullopt;
-  }
-  return std::nullopt;
 }
 
 // An initializer's values as floats: float32, float16, or int8 times its scale per output channel (the
@@ -201,12 +118,6 @@ const onnx::NodeProto* split_behind(const GraphIndex& graph, const std::string& 
   return t ? graph.made_by(t->input(0), "Reshape") : nullptr;
 }
 
-int64_t int_attribute(const onnx::NodeProto& n, const std::string& name) {
-  for (const onnx::AttributeProto& a : n.attribute())
-    if (a.name() == name) return a.i();
-  return 0;
-}
-
 // One layer's attention, anchored at its Softmax: what of it the pattern shows. `values`: trace tensor →
 // graph value; `split`: query, key, value → the [B, T, H, Dh] Reshape of its linear layer's output, where the
 // graph holds the key only transposed for the scores' product (ONNX Runtime folds its two Transposes).
@@ -263,67 +174,6 @@ AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& soft
   return found;
 }
 
-// A LayerNorm: a LayerNormalization node, or the primitive ops opset-14 exporters write for it,
-// (x − ReduceMean(x)) / Sqrt(ReduceMean((x − mean)²) + ε) · γ + β.
-struct Norm {
-  std::string input, output;
-  const onnx::TensorProto *gain, *bias;
-};
-
-std::vector<Norm> norms_of(const GraphIndex& graph, const onnx::GraphProto& g) {
-  std::vector<Norm> norms;
-  // The node reading `value` as `op` with an initializer for its other input.
-  auto affine = [&](const std::string& value, const char* op) -> std::pair<const onnx::NodeProto*, const onnx::TensorProto*> {
-    for (const onnx::NodeProto* n : graph.readers(value, op))
-      for (const std::string& in : n->input())
-        if (in != value)
-          if (const onnx::TensorProto* t = graph.initializer(in)) return {n, t};
-    return {nullptr, nullptr};
-  };
-  for (const onnx::NodeProto& n : g.node()) {
-    if (n.op_type() == "LayerNormalization") {
-      norms.push_back({n.input(0), n.output(0), n.input_size() > 1 ? graph.initializer(n.input(1)) : nullptr,
-                       n.input_size() > 2 ? graph.initializer(n.input(2)) : nullptr});
-      continue;
-    }
-    if (n.op_type() != "ReduceMean") continue;
-    for (const onnx::NodeProto* sub : graph.readers(n.output(0), "Sub")) {
-      if (sub->input(0) != n.input(0) || sub->input(1) != n.output(0)) continue;
-      for (const onnx::NodeProto* div : graph.readers(sub->output(0), "Div")) {
-        if (div->input(0) != sub->output(0)) continue;
-        const auto [mul, gain] = affine(div->output(0), "Mul");
-        if (!mul) continue;
-        const auto [add, bias] = affine(mul->output(0), "Add");
-        if (add) norms.push_back({n.input(0), add->output(0), gain, bias});
-      }
-    }
-  }
-  return norms;
-}
-
-// The value `steps` producers back from `value` (through non-constant inputs) that a linear layer with a
-// weight of `in` × `out` makes: the FFN's first layer, behind its activation.
-std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, int64_t in, int64_t out) {
-  std::vector<std::string> frontier = {value};
-  for (int steps = 0; steps < 12 && !frontier.empty(); ++steps) {
-    std::vector<std::string> next;
-    for (const std::string& v : frontier) {
-      std::optional<Linear> lin = linear_behind(graph, v);
-      // ONNX Runtime's BiasGelu(MatMul(x, W), b): the bias fused into the activation.
-      if (const onnx::NodeProto* bias_gelu = graph.made_by(v, "BiasGelu"))
-        if (const onnx::NodeProto* mm = graph.made_by(bias_gelu->input(0), "MatMul"))
-          lin = Linear{mm->input(0), graph.initializer(mm->input(1)), nullptr, graph.initializer(bias_gelu->input(1))};
-      if (lin && lin->weight && lin->bias)
-        if (lin->weight->dims_size() == 2 && lin->weight->dims(0) == in && lin->weight->dims(1) == out) return lin;
-      if (const onnx::NodeProto* n = graph.producer(v))
-        for (const std::string& i : n->input())
-          if (!i.empty() && !graph.constant(i)) next.push_back(i);
-    }
-    frontier = std::move(next);
-  }
-  return std::nullopt;
-}
-
 // What the patterns found: trace name → graph value, and for query, key and value the Reshape that splits
 // their linear layer's output into heads.
 struct Found {
@@ -346,7 +196,7 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   };
   auto check_linear = [&](const std::string& prefix, const std::optional<Linear>& lin, const Param& weight,
                           const Param& bias) {
-    check(prefix + ".weight", weight, lin ? lin->weight : nullptr, lin ? lin->scale : nullptr, true);
+    check(prefix + ".weight", weight, lin ? lin->weight : nullptr, lin ? lin->scale : nullptr, lin && lin->in_out);
     check(prefix + ".bias", bias, lin ? lin->bias : nullptr, nullptr, false);
   };
   // The embedding tables, by the shapes their Gathers and Slices read.

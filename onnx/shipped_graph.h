@@ -3,8 +3,8 @@
 // tensors are found by the patterns they form, the way Polygraphy marks outputs but by name: each
 // layer's Softmax anchors the attention (probs; its MatMul's other input the values; the Transpose and
 // Reshape after it the context; before it the mask's Add, the scaled scores and their MatMul of the
-// queries and transposed keys), the LayerNormalization nodes in graph order are the embeddings' and
-// every layer's two, and the input of the linear layer before a layer's last LayerNorm is its FFN's
+// queries and transposed keys), the LayerNorms in graph order (each in any form graph_patterns.h
+// recognises) are the embeddings' and every layer's two, and the input of the linear layer before a layer's last LayerNorm is its FFN's
 // activation (the intermediate). The copy run in ONNX Runtime has each found tensor as an output under its trace
 // name; the rest are declared unreachable, with why. The same patterns locate the checkpoint's parameters
 // (each linear layer's weight and bias, the LayerNorms', the embedding tables), which are checked first: a

@@ -1,9 +1,9 @@
 # Graphs lenscheck did not write, for `verify --candidate onnx:PATH` (tests/shipped_graph_test.cpp,
 # scripts/onnx-file-report.sh): trained-mini exported by PyTorch's own torch.onnx at opset 14
 # (scripts/torch-onnx-export.py on Debian's python3-torch: LayerNorm and GELU decomposed, linear weights
-# transposed), and the same graph as ONNX Runtime's extended optimizer saves it (LayerNormalization,
-# FusedMatMul and BiasGelu fused), written by onnx/ort-adapter.py (in PYTHON_ENV, which has onnxruntime)
-# asked for no sentence. Run by CTest as a fixture set-up after make-fixtures.cmake, and by scripts/build.sh.
+# transposed), in other forms (below), and the same graph as ONNX Runtime's extended optimizer saves it
+# (LayerNormalization, FusedMatMul and BiasGelu fused), written by onnx/ort-adapter.py (in PYTHON_ENV, which
+# has onnxruntime) asked for no sentence. Run by CTest as a fixture set-up after make-fixtures.cmake, and by scripts/build.sh.
 foreach(var PYTHON PYTHON_ENV FIXTURES)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "make-onnx-fixtures.cmake needs -D${var}=...")
@@ -11,13 +11,24 @@ foreach(var PYTHON PYTHON_ENV FIXTURES)
 endforeach()
 set(out ${FIXTURES}/onnx)
 file(MAKE_DIRECTORY ${out})
-execute_process(COMMAND ${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/torch-onnx-export.py ${FIXTURES}/trained-mini
-                        ${out}/trained-mini-torch.onnx
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "torch-onnx-export.py failed (${rc}); it needs Debian's python3-torch "
-                      "(scripts/install-deps.sh):\n${err}")
-endif()
+# The same model written the ways other code and exporters write it (issue #44; torch-onnx-export.py's
+# options): F.layer_norm; LayerNorm by hand (Pow, Div) with GELU written out, at opset 11; by hand with a
+# Mul square and a Reciprocal, the scores times 1/√d, at opset 17 (no LayerNormalization: it is by hand);
+# TensorFlow-ONNX's folded scale; nn.LayerNorm at opset 17 unfolded (LayerNormalization, the weights behind
+# Transposes); and the hand-written one with the last output LayerNorm's gain times 1.001, which must fail.
+foreach(graph "torch" "torch-functional --norm functional" "torch-manual --norm manual --gelu formula --opset 11"
+        "torch-manual-mul --norm manual-mul --scale mul --opset 17" "torch-tf --norm tf"
+        "torch-no-fold --opset 17 --no-fold" "torch-manual-fault --norm manual --fault")
+  separate_arguments(graph UNIX_COMMAND "${graph}")
+  list(POP_FRONT graph name)
+  execute_process(COMMAND ${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/torch-onnx-export.py ${graph} ${FIXTURES}/trained-mini
+                          ${out}/trained-mini-${name}.onnx
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "torch-onnx-export.py ${graph} failed (${rc}); it needs Debian's python3-torch "
+                        "(scripts/install-deps.sh):\n${err}")
+  endif()
+endforeach()
 file(WRITE ${out}/optimize.json
      "{\"model\": \"${out}/trained-mini-torch.onnx\", \"optimized_model\": \"${out}/trained-mini-torch-ort.onnx\",
        \"graph_optimization\": \"extended\", \"intra_op_threads\": 1, \"plain\": true, \"sentences\": []}\n")

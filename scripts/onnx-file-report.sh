@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # reports/verify-onnx-file.md: graphs as users ship them judged with `verify --candidate onnx:PATH` on
 # trained-mini and the 14 bundled sentences: PyTorch's torch.onnx export at opset 14 and the same graph as
-# ONNX Runtime's extended optimizer saves it (build/fixtures/onnx, scripts/make-onnx-fixtures.cmake),
-# lenscheck's own exports without --trace at fp32, fp16 and int8, and bert-mini's fp32 export judged as if
-# it were trained-mini's (another checkpoint's graph). Per graph: its verdict, its weights against the
+# ONNX Runtime's extended optimizer saves it, the same model in other exporters' forms (F.layer_norm,
+# LayerNorm by hand, TensorFlow-ONNX's folded scale, unfolded at opset 17; build/fixtures/onnx,
+# scripts/make-onnx-fixtures.cmake), lenscheck's own exports without --trace at fp32, fp16 and int8, and
+# two graphs of other models judged as trained-mini's: bert-mini's fp32 export, and the by-hand graph with
+# one LayerNorm gain times 1.001. Per graph: its verdict, its weights against the
 # checkpoint's, the tensor families judged, derived and those it cannot give, and why, and the display
 # verdict. From an existing build (scripts/build.sh) and its fixtures. Exit 1 if a graph of trained-mini
-# fails, or bert-mini's passes.
+# fails, or one of the other two passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cli=build/lenscheck out=reports/onnx-file graphs=build/onnx-files
@@ -16,8 +18,10 @@ for variant in fp32 fp16 int8; do
   $cli export-onnx --model build/fixtures/trained-mini --variant $variant --out $graphs/trained-mini-$variant.onnx >/dev/null
 done
 $cli export-onnx --model build/fixtures/bert-mini --variant fp32 --out $graphs/bert-mini-fp32.onnx >/dev/null
-cp build/fixtures/onnx/trained-mini-torch.onnx build/fixtures/onnx/trained-mini-torch-ort.onnx $graphs/
-runs=(trained-mini-torch trained-mini-torch-ort trained-mini-fp32 trained-mini-fp16 trained-mini-int8 bert-mini-fp32)
+cp build/fixtures/onnx/trained-mini-torch*.onnx $graphs/
+forms=(functional manual manual-mul tf no-fold)
+runs=(trained-mini-torch trained-mini-torch-ort "${forms[@]/#/trained-mini-torch-}" trained-mini-fp32 trained-mini-fp16
+      trained-mini-int8 bert-mini-fp32 trained-mini-torch-manual-fault)
 declare -A code
 for run in "${runs[@]}"; do
   set +e
@@ -39,7 +43,12 @@ done
   echo "checkpoint's W_O. trained-mini-torch.onnx is PyTorch 1.13's torch.onnx export at opset 14 of a module in"
   echo "transformers' BertModel layout; trained-mini-torch-ort.onnx the same graph as ONNX Runtime's extended optimizer"
   echo "saves it (LayerNormalization, FusedMatMul and BiasGelu fused). Run at optimization level all, ONNX Runtime"
-  echo "makes the same fusions of the first, so the two give the same numbers. Full reports: \`reports/onnx-file/<graph>.md\`."
+  echo "makes the same fusions of the first, so the two give the same numbers. trained-mini-torch-<form>.onnx: the same"
+  echo "module exported with F.layer_norm (functional), LayerNorm by hand with GELU written out at opset 11 (manual),"
+  echo "by hand with a Mul square and a Reciprocal and the scores times 1/√d at opset 17 (manual-mul), TensorFlow-ONNX's"
+  echo "folded scale (tf), nn.LayerNorm at opset 17 without constant folding (no-fold: the weights behind Transposes),"
+  echo "and manual with the last output LayerNorm's gain times 1.001 (manual-fault, another model: it must fail)."
+  echo "Full reports: \`reports/onnx-file/<graph>.md\`."
   echo
   for run in "${runs[@]}"; do
     echo "## $run.onnx"
@@ -59,5 +68,5 @@ done
   done
 } > reports/verify-onnx-file.md
 echo "wrote reports/verify-onnx-file.md"
-for run in "${runs[@]::5}"; do ((code[$run] == 0)) || exit 1; done
-((code[bert-mini-fp32] == 1))
+for run in "${runs[@]::10}"; do ((code[$run] == 0)) || exit 1; done
+((code[bert-mini-fp32] == 1 && code[trained-mini-torch-manual-fault] == 1))

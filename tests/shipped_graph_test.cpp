@@ -1,8 +1,9 @@
 // `--candidate onnx:PATH`: a graph as its user ships it (lenscheck's own export without --trace, at fp32,
-// fp16 and int8; PyTorch's torch.onnx export at opset 14; the same after ONNX Runtime's optimizer), its
-// weights checked against the checkpoint's, its trace tensors found by their patterns and judged, the
-// lenses derived from its values and probabilities; a copy with one weight moved by one per mille and
-// another checkpoint's graph fail by the weights, and bad graphs are bad input naming the file.
+// fp16 and int8; PyTorch's torch.onnx export at opset 14; the same after ONNX Runtime's optimizer; the
+// LayerNorms and weights in other exporters' forms), its weights checked against the checkpoint's, its
+// trace tensors found by their patterns and judged, the lenses derived from its values and probabilities;
+// a copy with one weight moved by one per mille and another checkpoint's graph fail by the weights, and bad
+// graphs are bad input naming the file.
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
@@ -11,6 +12,7 @@
 #include <functional>
 #include <fstream>
 #include <limits>
+#include <set>
 
 #include "audit/study_plan.h"
 #include "gate/verify.h"
@@ -70,6 +72,43 @@ VerifyResult verified(const fs::path& graph) {
                 two_sentences(), tolerances(), {.instrument = &instrument});
 }
 
+// torch.onnx's opset-14 graph with every float initializer a node reads reached through an Identity and a
+// Cast to float, as exporters write shared and retyped weights.
+fs::path through_identity_and_cast() {
+  const fs::path file = test::temp_dir("graphs") / "torch-identity-cast.onnx";
+  if (fs::exists(file)) return file;
+  onnx::ModelProto m = read(test::fixture("onnx/trained-mini-torch.onnx"));
+  onnx::GraphProto& g = *m.mutable_graph();
+  std::set<std::string> initializers;
+  for (const onnx::TensorProto& t : g.initializer())
+    if (t.data_type() == onnx::TensorProto::FLOAT) initializers.insert(t.name());
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (onnx::NodeProto& n : *g.mutable_node()) {
+    for (int i = 0; i < n.input_size(); ++i) {
+      if (!initializers.count(n.input(i))) continue;
+      const std::string copied = fmt::format("{}_{}_identity", n.name(), i);
+      const std::string cast = fmt::format("{}_{}_cast", n.name(), i);
+      onnx::NodeProto& id = *nodes.Add();
+      id.set_op_type("Identity");
+      id.add_input(n.input(i));
+      id.add_output(copied);
+      onnx::NodeProto& c = *nodes.Add();
+      c.set_op_type("Cast");
+      c.add_input(copied);
+      c.add_output(cast);
+      onnx::AttributeProto& to = *c.add_attribute();
+      to.set_name("to");
+      to.set_type(onnx::AttributeProto::INT);
+      to.set_i(onnx::TensorProto::FLOAT);
+      n.set_input(i, cast);
+    }
+    *nodes.Add() = n;
+  }
+  g.mutable_node()->Swap(&nodes);
+  write(m, file);
+  return file;
+}
+
 // One graph as shipped, and the initializer a fault scales: the last layer's value weight (its int8 scale),
 // or in torch.onnx's graphs, whose transposed weights have generated names, its bias.
 struct Shipped {
@@ -87,7 +126,20 @@ std::vector<Shipped> shipped_graphs() {
           {"torch_onnx_opset14", [] { return test::fixture("onnx/trained-mini-torch.onnx"); },
            "encoder.layer.3.attention.self.value.bias"},
           {"torch_onnx_ort_optimized", [] { return test::fixture("onnx/trained-mini-torch-ort.onnx"); },
-           "encoder.layer.3.attention.self.value.bias"}};
+           "encoder.layer.3.attention.self.value.bias"},
+          // The other forms of issue #44 (scripts/make-onnx-fixtures.cmake); the unfolded graph keeps the
+          // weights' names, behind their Transposes.
+          {"torch_onnx_functional_opset14", [] { return test::fixture("onnx/trained-mini-torch-functional.onnx"); },
+           "encoder.layer.3.attention.self.value.bias"},
+          {"torch_onnx_by_hand_opset11", [] { return test::fixture("onnx/trained-mini-torch-manual.onnx"); },
+           "encoder.layer.3.attention.self.value.bias"},
+          {"torch_onnx_by_hand_reciprocal_opset17", [] { return test::fixture("onnx/trained-mini-torch-manual-mul.onnx"); },
+           "encoder.layer.3.attention.self.value.bias"},
+          {"tensorflow_onnx_folded_norm", [] { return test::fixture("onnx/trained-mini-torch-tf.onnx"); },
+           "encoder.layer.3.attention.self.value.bias"},
+          {"torch_onnx_unfolded_opset17", [] { return test::fixture("onnx/trained-mini-torch-no-fold.onnx"); },
+           "encoder.layer.3.attention.self.value.weight"},
+          {"torch_onnx_through_identity_and_cast", through_identity_and_cast, "encoder.layer.3.attention.self.value.bias"}};
 }
 
 class ShippedGraph : public testing::TestWithParam<Shipped> {};
@@ -197,6 +249,15 @@ TEST(ShippedGraphDisplay, APlainFp16GraphPassesWithAndWithoutATimesOneNodeInEach
     EXPECT_EQ(r.display->wrong(), 0u) << graph << ": " << r.display->headline("fp16-ort-cpu");
     EXPECT_TRUE(r.pass()) << graph;
   }
+}
+
+// The hand-written LayerNorm's graph of a module whose last output LayerNorm gain is times 1.001 before export.
+TEST(ShippedGraphWeights, AHandWrittenLayerNormWithItsGainScaledByOnePerMilleFailsNamingIt) {
+  const VerifyResult r = verified(test::fixture("onnx/trained-mini-torch-manual-fault.onnx"));
+  EXPECT_FALSE(r.pass());
+  EXPECT_TRUE(r.sentences.empty());
+  ASSERT_EQ(r.weights_differ.size(), 1u);
+  EXPECT_TRUE(r.weights_differ[0].starts_with("encoder.layer.3.output.LayerNorm.weight differs")) << r.weights_differ[0];
 }
 
 TEST(ShippedGraphWeights, ANanInAWeightIsADifferenceNotAMatch) {

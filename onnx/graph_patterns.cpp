@@ -1,0 +1,289 @@
+#include "onnx/graph_patterns.h"
+
+#include <algorithm>
+#include <initializer_list>
+
+namespace lenscheck::onnx_export {
+
+GraphIndex::GraphIndex(const onnx::GraphProto& g) : g_(g) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const std::string& out : g.node(i).output()) producer_[out] = i;
+    if (g.node(i).op_type() == "Constant")
+      for (const onnx::AttributeProto& a : g.node(i).attribute())
+        if (a.name() == "value") constants_.emplace(g.node(i).output(0), &a.t());
+  }
+  for (const onnx::TensorProto& t : g.initializer()) constants_.emplace(t.name(), &t);
+}
+
+const onnx::NodeProto* GraphIndex::producer(const std::string& value) const {
+  const auto it = producer_.find(value);
+  return it == producer_.end() ? nullptr : &g_.node(it->second);
+}
+
+const onnx::NodeProto* GraphIndex::made_by(const std::string& value, const std::string& op) const {
+  const onnx::NodeProto* n = producer(value);
+  return n && n->op_type() == op ? n : nullptr;
+}
+
+std::vector<const onnx::NodeProto*> GraphIndex::readers(const std::string& value, const std::string& op) const {
+  std::vector<const onnx::NodeProto*> r;
+  for (const onnx::NodeProto& n : g_.node())
+    if (n.op_type() == op && std::find(n.input().begin(), n.input().end(), value) != n.input().end()) r.push_back(&n);
+  return r;
+}
+
+std::vector<const onnx::NodeProto*> GraphIndex::nodes(const std::string& op) const {
+  std::vector<const onnx::NodeProto*> r;
+  for (const onnx::NodeProto& n : g_.node())
+    if (n.op_type() == op) r.push_back(&n);
+  return r;
+}
+
+bool GraphIndex::constant(const std::string& value) const { return stored(value).tensor != nullptr; }
+
+int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, int64_t otherwise) {
+  for (const onnx::AttributeProto& a : n.attribute())
+    if (a.name() == name) return a.i();
+  return otherwise;
+}
+
+namespace {
+
+// A Transpose that swaps a matrix's two axes: perm [1, 0], or none (which reverses the axes).
+bool swaps_two_axes(const onnx::NodeProto& n) {
+  for (const onnx::AttributeProto& a : n.attribute())
+    if (a.name() == "perm") return a.ints_size() == 2 && a.ints(0) == 1 && a.ints(1) == 0;
+  return true;
+}
+
+}  // namespace
+
+GraphIndex::Stored GraphIndex::stored(const std::string& value) const {
+  Stored s;
+  std::string v = value;
+  // Each step moves one node back; a graph is acyclic, so the walk ends.
+  for (const onnx::NodeProto* n = producer(v); n; n = producer(v)) {
+    const std::string& op = n->op_type();
+    const int64_t to = int_attribute(*n, "to");
+    if (op == "Transpose" && swaps_two_axes(*n)) s.transposed = !s.transposed;
+    else if (!(op == "Identity" || (op == "Cast" && to == onnx::TensorProto::FLOAT)))
+      break;
+    v = n->input(0);
+  }
+  const auto it = constants_.find(v);
+  if (it == constants_.end()) return {};
+  if (s.transposed && it->second->dims_size() != 2) return {};
+  s.tensor = it->second;
+  return s;
+}
+
+const onnx::TensorProto* GraphIndex::initializer(const std::string& value) const {
+  const Stored s = stored(value);
+  return s.transposed ? nullptr : s.tensor;
+}
+
+namespace {
+
+// Linear layers, behind the Add of their bias: `product` is the Add's other input. One recogniser per form.
+using LinearForm = std::optional<Linear> (*)(const GraphIndex&, const std::string& product);
+
+// MatMul(x, W) — W[in, out] as torch.onnx folds nn.Linear's transpose, or W[out, in] behind its Transpose.
+std::optional<Linear> matmul(const GraphIndex& graph, const std::string& product) {
+  const onnx::NodeProto* mm = graph.made_by(product, "MatMul");
+  if (!mm) return std::nullopt;
+  const GraphIndex::Stored w = graph.stored(mm->input(1));
+  if (!w.tensor) return std::nullopt;
+  return Linear{.input = mm->input(0), .weight = w.tensor, .in_out = !w.transposed};
+}
+
+// quantize_dynamic's DynamicQuantizeLinear(x) → MatMulInteger(x_q, W_q[in, out]) → Cast →
+// Mul(x_scale · w_scale).
+std::optional<Linear> matmul_integer(const GraphIndex& graph, const std::string& product) {
+  const onnx::NodeProto* mul = graph.made_by(product, "Mul");
+  for (int i = 0; mul && i < 2; ++i) {
+    const onnx::NodeProto* cast = graph.made_by(mul->input(i), "Cast");
+    const onnx::NodeProto* mmi = cast ? graph.made_by(cast->input(0), "MatMulInteger") : nullptr;
+    const onnx::NodeProto* scales = graph.made_by(mul->input(1 - i), "Mul");
+    const onnx::NodeProto* dql = mmi ? graph.made_by(mmi->input(0), "DynamicQuantizeLinear") : nullptr;
+    if (!dql || !scales) continue;
+    Linear lin{.input = dql->input(0), .weight = graph.initializer(mmi->input(1))};
+    for (const std::string& in : scales->input())
+      if (const onnx::TensorProto* t = graph.initializer(in)) lin.scale = t;
+    return lin.weight && lin.scale ? std::optional(lin) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+constexpr LinearForm kLinearForms[] = {matmul, matmul_integer};
+
+}  // namespace
+
+std::optional<Linear> linear_behind(const GraphIndex& graph, const std::string& value) {
+  const onnx::NodeProto* add = graph.made_by(value, "Add");
+  if (!add || add->input_size() != 2) return std::nullopt;
+  for (int i = 0; i < 2; ++i)
+    if (const onnx::TensorProto* bias = graph.initializer(add->input(i)))
+      for (LinearForm form : kLinearForms)
+        if (std::optional<Linear> lin = form(graph, add->input(1 - i))) {
+          lin->bias = bias;
+          return lin;
+        }
+  return std::nullopt;
+}
+
+std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, int64_t in, int64_t out) {
+  std::vector<std::string> frontier = {value};
+  for (int steps = 0; steps < 12 && !frontier.empty(); ++steps) {
+    std::vector<std::string> next;
+    for (const std::string& v : frontier) {
+      std::optional<Linear> lin = linear_behind(graph, v);
+      // ONNX Runtime's BiasGelu(MatMul(x, W), b): the bias fused into the activation.
+      if (const onnx::NodeProto* bias_gelu = graph.made_by(v, "BiasGelu"))
+        if (const onnx::NodeProto* mm = graph.made_by(bias_gelu->input(0), "MatMul"))
+          lin = Linear{.input = mm->input(0), .weight = graph.initializer(mm->input(1)),
+                       .bias = graph.initializer(bias_gelu->input(1))};
+      if (lin && lin->weight && lin->bias && lin->weight->dims_size() == 2 &&
+          lin->weight->dims(lin->in_out ? 0 : 1) == in && lin->weight->dims(lin->in_out ? 1 : 0) == out)
+        return lin;
+      if (const onnx::NodeProto* n = graph.producer(v))
+        for (const std::string& i : n->input())
+          if (!i.empty() && !graph.constant(i)) next.push_back(i);
+    }
+    frontier = std::move(next);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// The node reading `value` as `op` whose other input is a constant, and that constant.
+std::pair<const onnx::NodeProto*, const onnx::TensorProto*> affine(const GraphIndex& graph, const std::string& value,
+                                                                   const char* op) {
+  for (const onnx::NodeProto* n : graph.readers(value, op))
+    for (const std::string& in : n->input())
+      if (in != value)
+        if (const onnx::TensorProto* t = graph.initializer(in)) return {n, t};
+  return {nullptr, nullptr};
+}
+
+// The other input of a two-input node.
+const std::string& other(const onnx::NodeProto& n, const std::string& value) {
+  return n.input(0) == value ? n.input(1) : n.input(0);
+}
+
+// x − mean, where `mean` is ReduceMean(x): the deviations every decomposed form starts from.
+std::vector<const onnx::NodeProto*> deviations(const GraphIndex& graph, const onnx::NodeProto& mean) {
+  std::vector<const onnx::NodeProto*> d;
+  for (const onnx::NodeProto* sub : graph.readers(mean.output(0), "Sub"))
+    if (sub->input(0) == mean.input(0) && sub->input(1) == mean.output(0)) d.push_back(sub);
+  return d;
+}
+
+// Whether `value` is σ = Sqrt(ReduceMean(d²) + ε) of x's deviations from `mean`: the square Pow(d, 2) or
+// Mul(d, d), d any Sub(x, mean) (TensorFlow-ONNX computes it apart from the one normalized).
+bool deviation(const GraphIndex& graph, const std::string& value, const onnx::NodeProto& mean) {
+  const onnx::NodeProto* sqrt = graph.made_by(value, "Sqrt");
+  const onnx::NodeProto* add = sqrt ? graph.made_by(sqrt->input(0), "Add") : nullptr;
+  for (int i = 0; add && i < 2; ++i) {
+    const onnx::NodeProto* var = graph.made_by(add->input(i), "ReduceMean");
+    if (!var || !graph.constant(add->input(1 - i))) continue;
+    const onnx::NodeProto* square = graph.made_by(var->input(0), "Pow");
+    if (square && !graph.constant(square->input(1))) square = nullptr;
+    if (const onnx::NodeProto* mul = graph.made_by(var->input(0), "Mul"); mul && mul->input(0) == mul->input(1))
+      square = mul;
+    const onnx::NodeProto* d = square ? graph.made_by(square->input(0), "Sub") : nullptr;
+    if (d && d->input(0) == mean.input(0) && d->input(1) == mean.output(0)) return true;
+  }
+  return false;
+}
+
+// Whether `value` is 1/σ: Reciprocal(σ) or Div(1, σ).
+bool inverse_deviation(const GraphIndex& graph, const std::string& value, const onnx::NodeProto& mean) {
+  if (const onnx::NodeProto* r = graph.made_by(value, "Reciprocal")) return deviation(graph, r->input(0), mean);
+  const onnx::NodeProto* div = graph.made_by(value, "Div");
+  return div && graph.constant(div->input(0)) && deviation(graph, div->input(1), mean);
+}
+
+// (d / σ or d · 1/σ) · γ + β from `normalized`, whatever made it.
+std::optional<Norm> scaled_and_shifted(const GraphIndex& graph, const onnx::NodeProto& mean,
+                                       const std::string& normalized) {
+  const auto [mul, gain] = affine(graph, normalized, "Mul");
+  const auto [add, bias] = mul ? affine(graph, mul->output(0), "Add") : std::pair{nullptr, nullptr};
+  if (!add) return std::nullopt;
+  return Norm{mean.input(0), add->output(0), gain, bias};
+}
+
+// LayerNorm forms, each from the node it anchors at. One recogniser per form.
+using NormForm = std::optional<Norm> (*)(const GraphIndex&, const onnx::NodeProto& anchor);
+
+// LayerNormalization: opset 17's op (torch.onnx writes it from opset 17), ONNX Runtime's fusion.
+std::optional<Norm> layer_normalization(const GraphIndex& graph, const onnx::NodeProto& n) {
+  return Norm{n.input(0), n.output(0), n.input_size() > 1 ? graph.initializer(n.input(1)) : nullptr,
+              n.input_size() > 2 ? graph.initializer(n.input(2)) : nullptr};
+}
+
+// torch.onnx at opsets below 17 (nn.LayerNorm and F.layer_norm alike), and LayerNorm written by hand:
+// (x − mean) / σ · γ + β.
+std::optional<Norm> divided_by_deviation(const GraphIndex& graph, const onnx::NodeProto& mean) {
+  for (const onnx::NodeProto* d : deviations(graph, mean))
+    for (const onnx::NodeProto* div : graph.readers(d->output(0), "Div"))
+      if (div->input(0) == d->output(0) && deviation(graph, div->input(1), mean))
+        if (std::optional<Norm> norm = scaled_and_shifted(graph, mean, div->output(0))) return norm;
+  return std::nullopt;
+}
+
+// (x − mean) · 1/σ · γ + β: the division a Mul by Reciprocal(σ) or by Div(1, σ) (torch.rsqrt's export).
+std::optional<Norm> times_inverse_deviation(const GraphIndex& graph, const onnx::NodeProto& mean) {
+  for (const onnx::NodeProto* d : deviations(graph, mean))
+    for (const onnx::NodeProto* mul : graph.readers(d->output(0), "Mul"))
+      if (inverse_deviation(graph, other(*mul, d->output(0)), mean))
+        if (std::optional<Norm> norm = scaled_and_shifted(graph, mean, mul->output(0))) return norm;
+  return std::nullopt;
+}
+
+// TensorFlow-ONNX's (tf.nn.batch_normalization's) folding: x · s + (β − mean · s), s = γ · 1/σ.
+std::optional<Norm> folded_scale(const GraphIndex& graph, const onnx::NodeProto& mean) {
+  for (const onnx::NodeProto* shift : graph.readers(mean.output(0), "Mul")) {
+    const std::string& s = other(*shift, mean.output(0));
+    const onnx::NodeProto* scale = graph.made_by(s, "Mul");
+    const onnx::TensorProto* gain = nullptr;
+    for (int i = 0; scale && !gain && i < 2; ++i)
+      if (inverse_deviation(graph, scale->input(i), mean)) gain = graph.initializer(scale->input(1 - i));
+    if (!gain) continue;
+    for (const onnx::NodeProto* sub : graph.readers(shift->output(0), "Sub")) {
+      const onnx::TensorProto* bias = sub->input(1) == shift->output(0) ? graph.initializer(sub->input(0)) : nullptr;
+      if (!bias) continue;
+      for (const onnx::NodeProto* add : graph.readers(sub->output(0), "Add")) {
+        const onnx::NodeProto* xs = graph.made_by(other(*add, sub->output(0)), "Mul");
+        if (xs && other(*xs, s) == mean.input(0) && (xs->input(0) == s || xs->input(1) == s))
+          return Norm{mean.input(0), add->output(0), gain, bias};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+struct NormRecogniser {
+  const char* anchor;  // the op the form is anchored at
+  NormForm form;
+};
+constexpr NormRecogniser kNormForms[] = {{"LayerNormalization", layer_normalization},
+                                         {"ReduceMean", divided_by_deviation},
+                                         {"ReduceMean", times_inverse_deviation},
+                                         {"ReduceMean", folded_scale}};
+
+}  // namespace
+
+std::vector<Norm> norms_of(const GraphIndex& graph, const onnx::GraphProto& g) {
+  std::vector<Norm> norms;
+  for (const onnx::NodeProto& n : g.node())
+    for (const NormRecogniser& r : kNormForms)
+      if (n.op_type() == r.anchor)
+        if (std::optional<Norm> norm = r.form(graph, n)) {
+          norms.push_back(*norm);
+          break;
+        }
+  return norms;
+}
+
+}  // namespace lenscheck::onnx_export

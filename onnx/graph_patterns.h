@@ -1,0 +1,74 @@
+#pragma once
+// The patterns `onnx:PATH` finds a BERT's linear layers and LayerNorms by (shipped_graph.h), in every form the
+// common exporters write: torch.onnx at opsets 11 to 17 from nn.LayerNorm, F.layer_norm or hand-written code,
+// TensorFlow-ONNX, ONNX Runtime's fusions. As ONNX Runtime's transformers/fusion_*.py do, each form is one
+// small recogniser in a table, tried in turn; a constant is found through Identity, Cast and Transpose.
+// The FFN's activation needs none: it is whatever lies between the FFN's two linear layers (linear_before),
+// so erf and tanh GELU, written out or not, are the same to it.
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lenscheck::onnx_export {
+
+// The graph as an index: who makes each value, who reads it, which values are constants.
+class GraphIndex {
+ public:
+  explicit GraphIndex(const onnx::GraphProto& g);
+  const onnx::NodeProto* producer(const std::string& value) const;
+  const onnx::NodeProto* made_by(const std::string& value, const std::string& op) const;
+  std::vector<const onnx::NodeProto*> readers(const std::string& value, const std::string& op) const;
+  std::vector<const onnx::NodeProto*> nodes(const std::string& op) const;
+  bool constant(const std::string& value) const;
+  // A constant as stored: an initializer or a Constant node's tensor, reached through Identity, Cast to float
+  // (of a float16 one its values are float16's, as the weight check expects) and, for a matrix,
+  // Transpose. `transposed`: an odd number of Transposes lies between.
+  struct Stored {
+    const onnx::TensorProto* tensor = nullptr;
+    bool transposed = false;
+  };
+  Stored stored(const std::string& value) const;
+  // A constant reached with no Transpose between.
+  const onnx::TensorProto* initializer(const std::string& value) const;
+
+ private:
+  const onnx::GraphProto& g_;
+  std::map<std::string, int> producer_;
+  std::map<std::string, const onnx::TensorProto*> constants_;
+};
+
+// An integer attribute of a node, or `otherwise` where it has none.
+int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, int64_t otherwise = 0);
+
+// A linear layer: its input x, weight (float, float16 or int8), the int8 weight's scale per output channel,
+// its bias, and whether the graph holds the weight as MatMul's W[in, out] (not nn.Linear's [out, in] behind
+// a Transpose).
+struct Linear {
+  std::string input;
+  const onnx::TensorProto* weight = nullptr;
+  const onnx::TensorProto* scale = nullptr;
+  const onnx::TensorProto* bias = nullptr;
+  bool in_out = true;
+};
+
+// The linear layer whose output (after its bias) is `value`, if one of the forms is there.
+std::optional<Linear> linear_behind(const GraphIndex& graph, const std::string& value);
+
+// The value up to 12 producers back from `value` (through non-constant inputs) that a linear layer with a
+// weight of `in` × `out` makes: the FFN's first layer, behind its activation (torch.onnx's erf and tanh
+// GELU, F.gelu's or written out, put it 2 producers back; 12 leaves room for longer activations).
+std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, int64_t in, int64_t out);
+
+// A LayerNorm: its input, output, gain γ and bias β.
+struct Norm {
+  std::string input, output;
+  const onnx::TensorProto *gain, *bias;
+};
+
+// Every LayerNorm in graph order (of the node each recogniser anchors at).
+std::vector<Norm> norms_of(const GraphIndex& graph, const onnx::GraphProto& g);
+
+}  // namespace lenscheck::onnx_export
