@@ -55,8 +55,8 @@ int report(const VerifyResult& r, const VerifyOptionsText& o) {
       fmt::print("sentence {}: first divergence at {}{} ({})\n", v.sentence.id, first->name, first->worst_label,
                  failure_text(*first, r.gate.arithmetic));
       if (const TensorComparison* blamed = v.gate.first_local_failure())
-        fmt::print("sentence {}: op to blame: {} (the first tensor whose op, recomputed from the candidate's own "
-                   "inputs, disagrees)\n", v.sentence.id, blamed->name);
+        fmt::print("sentence {}: op to blame: {} (the first tensor whose op, or span of ops, recomputed from the "
+                   "candidate's own inputs, disagrees)\n", v.sentence.id, local_scope(*blamed));
     } else if (!v.gate.problem.empty())
       fmt::print("sentence {}: {}\n", v.sentence.id, v.gate.problem);
   if (r.display)

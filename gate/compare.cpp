@@ -33,6 +33,12 @@ const TensorComparison* TraceComparison::first_divergence() const {
   return nullptr;
 }
 
+std::string local_scope(const TensorComparison& t) {
+  if (t.span.through.empty()) return t.name;
+  const std::string from = t.span.from.empty() ? "input_ids" : fmt::format("{}", fmt::join(t.span.from, " + "));
+  return fmt::format("span {} → {} through {}", from, t.name, fmt::join(t.span.through, ", "));
+}
+
 uint64_t ulp_distance(double a, double b) {
   const float fa = static_cast<float>(a), fb = static_cast<float>(b);
   if (!std::isfinite(fa) || !std::isfinite(fb)) return std::numeric_limits<uint64_t>::max();
@@ -275,7 +281,8 @@ TraceComparison compare_derived(const Trace& candidate, const std::vector<const 
 }
 
 void judge_locally(TraceComparison& comparison, const Trace& candidate, const Trace& exact,
-                   const std::vector<const Trace*>& spread, const Tolerances& tolerances, const Scheme& scheme) {
+                   const std::vector<const Trace*>& spread, const Tolerances& tolerances, const Scheme& scheme,
+                   const std::map<std::string, TraceSpan>& spans) {
   const FloatFormat& stored = scheme.stored;
   const double trace_rms = trace_rms_of(exact);
   for (TensorComparison& c : comparison.tensors) {
@@ -294,6 +301,7 @@ void judge_locally(TraceComparison& comparison, const Trace& candidate, const Tr
     const bool finite = c.non_finite == 0;
     const double one_flip = tolerances.floor * relative_spacing(stored) / std::sqrt(double(truth->numel()));
     c.local = error_ratio(finite ? cand : nullptr, *truth, benchmarks, trace_rms, one_flip);
+    if (const auto s = spans.find(c.name); s != spans.end()) c.span = s->second;
     // Exact, needing no spread: an fp32 run declared bf16 is within k of the spread that another order
     // of summation gives bf16 (flipping some of its roundings), yet none of its values need be bf16's.
     // Not where values flow on in fp32 between casts: there a tensor the graph does not output is the

@@ -3,6 +3,7 @@
 // libtorch's fp32 error as the benchmark (the derived rule, the default gate), or against a reference
 // trace under absolute tolerances.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -42,9 +43,11 @@ struct TensorComparison {
   double bound_used = 0;
   std::optional<ErrorRatio> derived;  // set under the derived rule: the global verdict
   // The local verdict (derived rule): the tensor recomputed by its one op from the candidate's own inputs
-  // in the declared scheme, against that op's own rounding spread. Unset where the candidate's trace
-  // lacks the op's inputs (or holds them not finite): the tensor is judged globally only.
+  // in the declared scheme, against that op's own rounding spread; where the candidate lacks an input,
+  // by the span of ops from the last tensors it holds (`span`), against the span's spread. Unset where
+  // the recomputation is not finite: the tensor is judged globally only.
   std::optional<ErrorRatio> local;
+  TraceSpan span;  // of the local reference: `through` empty where its one op read the candidate's inputs
   // Of a tensor the declared scheme stores in a format coarser than fp32 (its recomputation holds only
   // that format's values): the candidate's values that format cannot hold. Any fails locally, whatever the
   // ratio: such a candidate did not compute in the scheme it declares.
@@ -64,6 +67,10 @@ struct TraceComparison {
   // The first tensor in forward order that fails locally: the op to blame.
   const TensorComparison* first_local_failure() const;
 };
+
+// What the local verdict judged `t` by: "layer.2.output", or its span, "span layer.2.attention.output →
+// layer.2.output through layer.2.intermediate".
+std::string local_scope(const TensorComparison& t);
 
 // Distance in float32 ULPs between two values rounded to float (0 when equal, max when non-finite).
 uint64_t ulp_distance(double a, double b);
@@ -92,7 +99,9 @@ TraceComparison compare_derived(const Trace& candidate, const std::vector<const 
 // scheme stores the tensor in: floor · relative_spacing(stored) / sqrt(elements), below which an error
 // is a single rounding flipped, not a fault. Where the scheme keeps every value in `stored` (no fp32
 // between casts), a candidate's value that `stored` cannot hold fails (TensorComparison::off_format).
+// `spans`: the tensors `exact` recomputed through tensors the candidate lacks (TensorComparison::span).
 void judge_locally(TraceComparison& comparison, const Trace& candidate, const Trace& exact,
-                   const std::vector<const Trace*>& spread, const Tolerances& tolerances, const Scheme& scheme);
+                   const std::vector<const Trace*>& spread, const Tolerances& tolerances, const Scheme& scheme,
+                   const std::map<std::string, TraceSpan>& spans = {});
 
 }  // namespace lenscheck

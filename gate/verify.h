@@ -39,8 +39,8 @@ struct TensorSummary {
   // the largest errors of candidate and benchmark against the truth.
   Ratios ratios;
   double candidate_error = 0, benchmark_error = 0;
-  // The local verdict: the ratio of every tensor judged locally; `compared - local.values.size()` were
-  // judged globally only (their inputs are not in the candidate's trace).
+  // The local verdict: the ratio of every tensor judged locally, by its op or its span; `compared -
+  // local.values.size()` were judged globally only (their recomputation was not finite).
   Ratios local;
   std::string worst;    // "sentence-id layer.2.attention.probs[h1, the@1 → scissors@7]"
   std::string problem;  // first problem seen, if any

@@ -23,8 +23,8 @@ std::string result_text(const TensorSummary& t) {
   return t.pass() ? "pass" : (t.problem.empty() ? "**FAIL**" : "**FAIL**: " + t.problem);
 }
 
-// The local ratio's worst or median, or why there is none: "global only" where no sentence's trace held
-// the op's inputs, "global only in N" where some did not.
+// The local ratio's worst or median, or why there is none: "global only" where no sentence's
+// recomputation was finite, "global only in N" where some were not.
 std::string local_text(const TensorSummary& t, bool worst) {
   if (t.local.values.empty()) return "global only";
   const std::string ratio = worst ? fmt::format("**{:.2f}×**", t.local.max()) : fmt::format("{:.2f}×", t.local.median());
@@ -91,6 +91,43 @@ nlohmann::ordered_json summary_json(const ComparisonSummary& c) {
   return j;
 }
 
+// A span the local verdict judged (TensorComparison::span), over every sentence.
+struct SpanRow {
+  std::string scope;  // local_scope
+  double worst = 0, k = 0;
+  size_t sentences = 0, failed = 0;
+};
+
+// Every span, in the forward order of the first sentence that has it.
+std::vector<SpanRow> span_rows(const VerifyResult& r) {
+  std::vector<SpanRow> rows;
+  for (const SentenceVerdict& v : r.sentences)
+    for (const TensorComparison& t : v.gate.tensors) {
+      if (!t.local || t.span.through.empty()) continue;
+      const std::string scope = local_scope(t);
+      auto row = std::find_if(rows.begin(), rows.end(), [&](const SpanRow& s) { return s.scope == scope; });
+      if (row == rows.end()) row = rows.insert(rows.end(), SpanRow{scope, 0, t.tolerance.k, 0, 0});
+      row->worst = std::max(row->worst, t.local->ratio);
+      ++row->sentences;
+      if (t.fails_locally()) ++row->failed;
+    }
+  return rows;
+}
+
+std::string spans_section(const std::vector<SpanRow>& rows) {
+  if (rows.empty()) return "";
+  MarkdownTable table({"span", "local: worst", "k", "sentences", "failed"});
+  for (const SpanRow& s : rows)
+    table.row({fmt::format("`{}`", s.scope), fmt::format("**{:.2f}×**", s.worst), fmt::format("{:g}", s.k),
+               fmt::to_string(s.sentences), s.failed ? fmt::format("**{}**", s.failed) : "0"});
+  return "## Spans\n\nWhere the candidate's trace lacks a tensor, the local verdict recomputes the span from the "
+         "last tensors it holds through the missing ones to the next tensor it holds, in the declared scheme with "
+         "the checkpoint's weights, against the span's own rounding spread (the same statistic, k and probes as "
+         "for one op). The missing tensors are not judged themselves; each of their elements is inside a judged "
+         "span.\n\n" +
+         table.markdown() + "\n";
+}
+
 nlohmann::ordered_json comparison_json(const TraceComparison& c) {
   nlohmann::ordered_json j;
   j["pass"] = c.pass();
@@ -99,6 +136,7 @@ nlohmann::ordered_json comparison_json(const TraceComparison& c) {
   j["first_divergence"] = first ? nlohmann::ordered_json(first->name) : nlohmann::ordered_json();
   const TensorComparison* blamed = c.first_local_failure();
   j["first_local_failure"] = blamed ? nlohmann::ordered_json(blamed->name) : nlohmann::ordered_json();
+  j["blamed"] = blamed ? nlohmann::ordered_json(local_scope(*blamed)) : nlohmann::ordered_json();
   j["tensors"] = nlohmann::ordered_json::array();
   for (const TensorComparison& t : c.tensors) {
     nlohmann::ordered_json row = {{"name", t.name}, {"elements", t.elements}, {"failing", t.failing},
@@ -113,6 +151,7 @@ nlohmann::ordered_json comparison_json(const TraceComparison& c) {
     if (t.local)
       row["local"] = {{"candidate_error", t.local->candidate_error}, {"benchmark_error", t.local->benchmark_error},
                       {"floor", t.local->floor}, {"ratio", t.local->ratio}, {"k", t.tolerance.k}};
+    if (!t.span.through.empty()) row["span"] = {{"from", t.span.from}, {"through", t.span.through}};
     row.update({{"problem", t.problem}, {"pass", t.pass}});
     j["tensors"].push_back(std::move(row));
   }
@@ -136,10 +175,11 @@ std::string failure_text(const TensorComparison& t, Arithmetic arithmetic) {
     s = fmt::format("local: {} of {} values are not {} values, which the scheme stores it in; ", t.off_format,
                     t.elements, arithmetic_name(arithmetic));
   else if (t.fails_locally())
-    s = fmt::format("local: error {:.3g}x the op's own rounding spread in {} (k {:g}), the op recomputed from the "
+    s = fmt::format("local: error {:.3g}x the {}'s own rounding spread in {} (k {:g}), {} recomputed from the "
                     "candidate's own inputs: error {:.3g}, spread {:.3g}, floor {:.3g}; ", t.local->ratio,
-                    arithmetic_name(arithmetic), t.tolerance.k, t.local->candidate_error, t.local->benchmark_error,
-                    t.local->floor);
+                    t.span.through.empty() ? "op" : "span", arithmetic_name(arithmetic), t.tolerance.k,
+                    t.span.through.empty() ? "the op" : "the " + local_scope(t), t.local->candidate_error,
+                    t.local->benchmark_error, t.local->floor);
   return s + fmt::format("global: error {:.3g}x {}'s error (k {:g}): error {:.3g}, libtorch's {:.3g}, floor {:.3g}; "
                          "worst {}: {:.9g} vs {:.9g}", t.derived->ratio, benchmark_label(arithmetic), t.tolerance.k,
                          t.derived->candidate_error, t.derived->benchmark_error, t.derived->floor, t.worst_label,
@@ -241,10 +281,12 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
   if (!r.weights_differ.empty())
     s += fmt::format("- **weights: not the checkpoint's**, so no sentence was run: {} parameters differ; the first, {}\n",
                      r.weights_differ.size(), r.weights_differ.front());
+  const std::vector<SpanRow> spans = span_rows(r);
   if (!r.unreachable.empty())
     s += fmt::format("- tensors judged: {} families (the table below); not judged, {} tensors the candidate cannot "
-                     "give:\n{}",
-                     r.gate.families.size(), r.unreachable.size(), unreachable_lines(r));
+                     "give{}:\n{}",
+                     r.gate.families.size(), r.unreachable.size(),
+                     spans.empty() ? "" : ", each inside a span judged locally (the spans below)", unreachable_lines(r));
   s += r.gate.rule == Rule::derived
            ? fmt::format("\nThe derived rule: per tensor and sentence, the candidate's error against the fp64 oracle (the "
              "truth) over {}'s on the same model and input. An error is the rms over the tensor of "
@@ -261,9 +303,10 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
   write_text_file(map, verify_heat_map(r));
   s += fmt::format("![bound used per layer and tensor family]({})\n\n", map.filename().string());
   s += summary_section(r.gate);
+  s += spans_section(spans);
   if (r.display) s += display_markdown(*r.display, arithmetic_name(r.gate.arithmetic));
   s += "## Sentences\n\nThe first divergence is the first tensor in forward order that fails; the op to blame, the "
-       "first that fails locally (its op recomputed from the candidate's own inputs disagrees).\n\n";
+       "first that fails locally (its op, or its span, recomputed from the candidate's own inputs disagrees).\n\n";
   MarkdownTable sentences({"id", "tokens", "result", "first divergence", "op to blame"});
   size_t not_shown = 0;
   for (size_t i = 0; i < r.sentences.size(); ++i) {
@@ -278,7 +321,7 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
                    !v.gate.problem.empty() ? v.gate.problem
                    : first                 ? fmt::format("`{}{}`", first->name, first->worst_label)
                                            : "—",
-                   blamed ? fmt::format("`{}`", blamed->name) : "—"});
+                   blamed ? fmt::format("`{}`", local_scope(*blamed)) : "—"});
   }
   s += sentences.markdown();
   if (not_shown)
@@ -299,6 +342,10 @@ void write_verify_json(const VerifyResult& r, const std::filesystem::path& file)
   j["tolerances_file"] = r.tolerances_file;
   j["gate"] = summary_json(r.gate);
   for (const Unreachable& u : r.unreachable) j["unreachable"].push_back({{"tensor", u.tensor}, {"why", u.why}});
+  j["spans"] = nlohmann::ordered_json::array();
+  for (const SpanRow& s : span_rows(r))
+    j["spans"].push_back({{"span", s.scope}, {"max_local_ratio", s.worst}, {"k", s.k}, {"sentences", s.sentences},
+                          {"failed_sentences", s.failed}});
   for (const std::string& w : r.weights_differ) j["weights_differ"].push_back(w);
   if (r.display) {
     const DisplayVerdict& d = *r.display;

@@ -81,4 +81,11 @@ struct Trace {
   Tensor* find(std::string_view name);
 };
 
+// A tensor recomputed from a trace's tensors through ones the trace lacks (the local verdict's span,
+// oracle::Oracle::LocalReferences): the last tensors it holds before, and those it lacks, in forward order.
+// `from` empty: from the input ids.
+struct TraceSpan {
+  std::vector<std::string> from, through;
+};
+
 }  // namespace lenscheck

@@ -1,5 +1,5 @@
 // The local recomputation (Oracle::recompute_locally): the local verdict's references, each op of the
-// simulated forward run from a candidate's own inputs, and its probes.
+// simulated forward run from a candidate's own inputs (through those it lacks), and its probes.
 #include "oracle/oracle.h"
 
 #include "oracle/torch_oracle.h"
@@ -16,7 +16,7 @@ Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int pr
                                   "recompute the candidate's ops", [&] {
     LocalReferences r;
     const Local exact{&candidate, false, 0}, fp32{&candidate, true, 0};
-    r.exact = run_simulated(enc, &exact);
+    r.exact = run_simulated(enc, &exact, &r.spans);
     r.fp32 = run_simulated(enc, &fp32);
     for (int seed = 1; seed <= probes; ++seed) {
       const Local probe{&candidate, true, uint64_t(seed)};

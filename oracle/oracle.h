@@ -2,6 +2,7 @@
 // The reference: the same encoder written with libtorch's own ops and modules, in fp32 or fp64.
 // torch headers stay in oracle/*.cpp and oracle/'s private headers; this header is torch-free.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -45,18 +46,19 @@ class Oracle {
   // Record::everything: every tensor of trace_schema(); Record::output: a plain libtorch forward.
   Trace forward(const Encoding& encoding, Record record = Record::everything) const;
 
-  // The local verdict's references (gate/verify.h): every tensor of `candidate` that one op of the
-  // forward computes from tensors the candidate holds, recomputed from those in this oracle's scheme
-  // (an oracle made by recomputing_in). `exact`: the op's own arithmetic in fp64, its output rounded where
+  // The local verdict's references (gate/verify.h): every tensor of the forward, each op recomputed from
+  // the tensors `candidate` holds in this oracle's scheme (an oracle made by recomputing_in); where it
+  // lacks an op's input, the recomputation runs on through it from the last tensors it holds (a span). `exact`: the op's own arithmetic in fp64, its output rounded where
   // the scheme rounds; `fp32`: the same op in fp32; `probes`: the fp32 op with each sum of terms it
   // computes (a dot product, the embeddings' sum) moved by one rounding at the terms' scale where that
   // exceeds a step of the sum, and each result moved one fp32 step before it is stored (the seeds 1 …
   // probes draw which way). Where the scheme passes a value on in fp32 that the trace holds rounded
   // (fp16-ort-cpu), the op runs on from the last stored values, as the candidate does between its casts.
-  // A tensor whose inputs the candidate lacks, or holds misshapen or not finite, is in none of them.
+  // A tensor the candidate lacks, or holds misshapen or not finite, counts as lacking.
   struct LocalReferences {
     Trace exact, fp32;
     std::vector<Trace> probes;
+    std::map<std::string, TraceSpan> spans;  // each tensor recomputed through tensors the candidate lacks
   };
   LocalReferences recompute_locally(const Trace& candidate, int probes) const;
 
@@ -76,7 +78,9 @@ class Oracle {
     bool fp32_ops;       // each op in fp32, else fp64
     uint64_t probe;      // non-zero: a rounding probe of the fp32 ops (LocalReferences::probes), this its seed
   };
-  Trace run_simulated(const Encoding& encoding, const Local* local) const;
+  // `spans`: where a local pass writes LocalReferences::spans.
+  Trace run_simulated(const Encoding& encoding, const Local* local,
+                      std::map<std::string, TraceSpan>* spans = nullptr) const;
   class SimulatedPass;
   struct Impl;
   std::unique_ptr<Impl> impl_;

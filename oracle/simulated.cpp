@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include "model/seeded_rng.h"
 #include "oracle/torch_oracle.h"
@@ -53,12 +54,11 @@ torch::Tensor stepped(const torch::Tensor& x, const FloatFormat& f, const torch:
 // inputs as the scheme holds them, its output rounded to the scheme's op format, and the values the
 // scheme stores rounded to that; the rounding rules are member functions. Globally (local == nullptr)
 // every op reads this pass's own values; locally (Oracle::Local) every op reads the candidate's inputs
-// from local->feed, and an op whose inputs the feed lacks is left out; a local probe moves each op's sums
-// and results by a rounding (probed_sum, finish).
+// from local->feed, and where the feed lacks one, this pass's own value, recomputed from the last ones it
+// holds (a span, TraceSpan); a local probe moves each op's sums and results by a rounding (probed_sum,
+// finish).
 class Oracle::SimulatedPass {
  public:
-  using Value = std::optional<torch::Tensor>;
-
   SimulatedPass(const Impl& m, const Encoding& enc, const Local* local)
       : m_(m), s_(m.scheme), local_(local), enc_(enc), T_(int64_t(enc.ids.size())), D_(m.config.hidden_size),
         H_(m.config.num_attention_heads), Dh_(D_ / H_), fp32_ops_(local && local->fp32_ops),
@@ -83,18 +83,24 @@ class Oracle::SimulatedPass {
     }
   }
 
-  Trace run() && {
+  // The trace; locally, into `spans`, each tensor whose recomputation ran through tensors the candidate
+  // lacks (Oracle::LocalReferences::spans).
+  Trace run(std::map<std::string, TraceSpan>* spans) && {
     torch::NoGradGuard no_grad;
-    // As BertEmbeddings adds them: word + token type, then + position.
-    Value x = finish_norm(kEmbeddingsOutput,
-                          op(arith(op(arith(m_.word_rows(enc_.ids)) + arith(m_.token_type[0]))) +
-                             arith(m_.position.slice(0, 0, T_))),
-                          m_.ln_g, m_.ln_b);
+    // As BertEmbeddings adds them: word + token type, then + position: from the input ids alone.
+    auto x = finish_norm(kEmbeddingsOutput, {},
+                         op(arith(op(arith(m_.word_rows(enc_.ids)) + arith(m_.token_type[0]))) +
+                            arith(m_.position.slice(0, 0, T_))),
+                         m_.ln_g, m_.ln_b);
     std::string x_name = kEmbeddingsOutput;
     for (size_t l = 0; l < m_.simulated_layers.size(); ++l) {
-      x = layer(int(l), input(x_name, x, {T_, D_}, true));
+      x = layer(int(l), x_name, input(x_name, x, {T_, D_}, true));
       x_name = trace_name(int(l), LT::output);
     }
+    if (spans)
+      for (const auto& [name, reach] : reach_)
+        if (!reach.through.empty())
+          (*spans)[name] = TraceSpan{in_forward_order(reach.from), in_forward_order(reach.through)};
     return std::move(trace_);
   }
 
@@ -111,6 +117,28 @@ class Oracle::SimulatedPass {
   // A local probe's draws: which way each result (finish) and each sum of terms (probed_sum) moves.
   std::optional<SeededRng> result_probe_, sum_probe_;
   Trace trace_;
+  // Locally, what a value ran from (the candidate's tensors) and through (tensors it lacks, recomputed):
+  // of each recorded tensor, its op's inputs' joined; of each input as an op read it (`input`).
+  struct Reach {
+    std::set<std::string> from, through;
+  };
+  std::map<std::string, Reach> reach_, read_;
+
+  std::vector<std::string> in_forward_order(const std::set<std::string>& names) const {
+    std::vector<std::string> ordered;
+    for (const auto& [name, tensor] : trace_.tensors)
+      if (names.count(name)) ordered.push_back(name);
+    return ordered;
+  }
+  // Records `name`'s reach: the join of its op's `inputs`' as read.
+  void reached(const std::string& name, const std::vector<std::string>& inputs) {
+    Reach& r = reach_[name];
+    for (const std::string& input : inputs) {
+      const Reach& read = read_.at(input);
+      r.from.insert(read.from.begin(), read.from.end());
+      r.through.insert(read.through.begin(), read.through.end());
+    }
+  }
 
   torch::Tensor arith(const torch::Tensor& x) const { return fp32_ops_ ? x.to(torch::kFloat32) : x; }
   static torch::Tensor back(const torch::Tensor& x) { return x.to(torch::kFloat64); }
@@ -192,15 +220,19 @@ class Oracle::SimulatedPass {
   // passed on as the scheme keeps it (`kept_in_stored_format`: rounded to the stored format, as every
   // value is where the scheme has no fp32 between casts). A local probe records `raw` moved one fp32 step
   // before it is rounded, and passes on the result unmoved: no op reads another's moved result.
-  torch::Tensor finish(const std::string& name, const torch::Tensor& raw, bool kept_in_stored_format) {
+  // `inputs`: the names of the op's inputs, as `input` read them.
+  torch::Tensor finish(const std::string& name, const std::vector<std::string>& inputs, const torch::Tensor& raw,
+                       bool kept_in_stored_format) {
+    reached(name, inputs);
     const auto y = op(raw);
     trace_.add(name, to_trace(keep(result_probe_ ? op(one_step_off(raw)) : y)));
     return !s_.fp32_between_casts || kept_in_stored_format ? keep(y) : y;
   }
   // A LayerNorm, which reads its input as stored (ONNX Runtime's float16 kernel reads fp16) and whose
   // output is stored, the global rounding probe moving it one step of the stored format.
-  torch::Tensor finish_norm(const std::string& name, const torch::Tensor& v, const torch::Tensor& g,
-                            const torch::Tensor& b) {
+  torch::Tensor finish_norm(const std::string& name, const std::vector<std::string>& inputs, const torch::Tensor& v,
+                            const torch::Tensor& g, const torch::Tensor& b) {
+    reached(name, inputs);
     const auto raw = m_.layer_norm(arith(keep(v)), arith(g), arith(b));
     auto y = keep(op(raw));
     if (probe_) y = stepped(y, s_.stored, random_directions(*probe_, y));
@@ -208,109 +240,99 @@ class Oracle::SimulatedPass {
     return y;
   }
 
-  // An op's input: globally this forward's own value. Locally the candidate's (none when its trace
-  // lacks it, holds it in another shape, or holds NaN or Inf), except where the scheme passes the value on
-  // in fp32 while the trace holds it rounded: there the op reads what this recomputation computed from
-  // the candidate's stored values, so that the local op runs from one stored value to the next, as the
-  // candidate does between its casts.
-  Value input(const std::string& name, const Value& own, std::vector<int64_t> shape, bool kept_in_stored_format) const {
-    if (!local_ || (s_.fp32_between_casts && !kept_in_stored_format)) return own;
-    const Tensor* t = local_->feed->find(name);
-    if (!t || t->shape != shape) return std::nullopt;
-    for (double v : t->values)
-      if (!std::isfinite(v)) return std::nullopt;
-    return torch::from_blob(const_cast<double*>(t->values.data()), shape, torch::kFloat64).clone();
-  }
-  static bool all(std::initializer_list<const Value*> values) {
-    for (const Value* v : values)
-      if (!*v) return false;
-    return true;
+  // An op's input: globally this forward's own value. Locally the candidate's, except where the scheme
+  // passes the value on in fp32 while the trace holds it rounded: there the op reads what this
+  // recomputation computed from the candidate's stored values, so that the local op runs from one stored
+  // value to the next, as the candidate does between its casts. Where the candidate lacks it, holds it in
+  // another shape, or holds NaN or Inf, the op reads this pass's own value too: the recomputation runs on
+  // from the last tensors the candidate holds, through this one (its span).
+  torch::Tensor input(const std::string& name, const torch::Tensor& own, std::vector<int64_t> shape,
+                      bool kept_in_stored_format) {
+    const Tensor* t = local_ ? local_->feed->find(name) : nullptr;
+    const bool held = t && t->shape == shape &&
+                      std::all_of(t->values.begin(), t->values.end(), [](double v) { return std::isfinite(v); });
+    if (held && !(s_.fp32_between_casts && !kept_in_stored_format)) {
+      read_[name] = Reach{{name}, {}};
+      return torch::from_blob(const_cast<double*>(t->values.data()), shape, torch::kFloat64).clone();
+    }
+    Reach read = reach_.at(name);
+    if (local_ && !held) read.through.insert(name);
+    read_[name] = std::move(read);
+    return own;
   }
   torch::Tensor per_head(const torch::Tensor& t) const { return t.view({T_, H_, Dh_}).transpose(0, 1); }
 
-  // One layer from its input xi (none where the candidate lacks it): the attention block, the lenses,
-  // the FFN; returns the layer's output, none where an op's inputs are missing.
-  Value layer(int l, const Value& xi) {
+  // One layer from its input xi, named x_name: the attention block, the lenses, the FFN; returns the
+  // layer's output.
+  torch::Tensor layer(int l, const std::string& x_name, const torch::Tensor& xi) {
     auto name = [l](LayerTensor t) { return trace_name(l, t); };
     const SimulatedLayer& L = m_.simulated_layers[size_t(l)];
     const int64_t T = T_, D = D_, H = H_, Dh = Dh_;
-    Value q, k, v;
-    if (xi) {
-      q = finish(name(LT::query), per_head(linear_raw(*xi, L.query)), true);
-      k = finish(name(LT::key), per_head(linear_raw(*xi, L.key)), true);
-      v = finish(name(LT::value), per_head(linear_raw(*xi, L.value)), true);
-    }
-    const Value qi = input(name(LT::query), q, {H, T, Dh}, true), ki = input(name(LT::key), k, {H, T, Dh}, true),
-                vi = input(name(LT::value), v, {H, T, Dh}, true);
-    Value scores, alpha, context, attention;
-    if (all({&qi, &ki}))
-      scores = finish(name(LT::scores),
-                      arith(product(*qi, ki->transpose(1, 2))) /
-                          arith(constant(std::sqrt(double(Dh)))),
-                      false);
-    const Value si = input(name(LT::scores), scores, {H, T, T}, false);
-    if (si) alpha = finish(name(LT::probs), torch::softmax(arith(*si), -1), false);
-    const Value ai = input(name(LT::probs), alpha, {H, T, T}, false);
-    if (all({&ai, &vi}))
-      context = finish(name(LT::context),
-                       product_raw(*ai, *vi).transpose(0, 1).reshape({T, D}),
-                       true);
-    const Value ci = input(name(LT::context), context, {T, D}, true);
-    Value pre_norm;  // y, the attention block's state before its LayerNorm
-    if (all({&ci, &xi})) {
-      const auto raw = arith(linear(*ci, L.attention_out)) + arith(*xi);
-      pre_norm = finish(name(LT::attention_pre_norm), raw, false);
-      attention = finish_norm(name(LT::attention_output), op(raw), L.ln1_g, L.ln1_b);
-    }
-    if (vi) lenses(l, L, *vi, ai, xi, input(name(LT::attention_pre_norm), pre_norm, {T, D}, false));
+    const auto q = finish(name(LT::query), {x_name}, per_head(linear_raw(xi, L.query)), true);
+    const auto k = finish(name(LT::key), {x_name}, per_head(linear_raw(xi, L.key)), true);
+    const auto v = finish(name(LT::value), {x_name}, per_head(linear_raw(xi, L.value)), true);
+    const auto qi = input(name(LT::query), q, {H, T, Dh}, true), ki = input(name(LT::key), k, {H, T, Dh}, true),
+               vi = input(name(LT::value), v, {H, T, Dh}, true);
+    const auto scores = finish(name(LT::scores), {name(LT::query), name(LT::key)},
+                               arith(product(qi, ki.transpose(1, 2))) / arith(constant(std::sqrt(double(Dh)))),
+                               false);
+    const auto si = input(name(LT::scores), scores, {H, T, T}, false);
+    const auto alpha = finish(name(LT::probs), {name(LT::scores)}, torch::softmax(arith(si), -1), false);
+    const auto ai = input(name(LT::probs), alpha, {H, T, T}, false);
+    const auto context = finish(name(LT::context), {name(LT::probs), name(LT::value)},
+                                product_raw(ai, vi).transpose(0, 1).reshape({T, D}), true);
+    const auto ci = input(name(LT::context), context, {T, D}, true);
+    // y, the attention block's state before its LayerNorm
+    const auto raw = arith(linear(ci, L.attention_out)) + arith(xi);
+    const auto pre_norm = finish(name(LT::attention_pre_norm), {name(LT::context), x_name}, raw, false);
+    const auto attention =
+        finish_norm(name(LT::attention_output), {name(LT::context), x_name}, op(raw), L.ln1_g, L.ln1_b);
+    lenses(l, L, x_name, vi, ai, xi, input(name(LT::attention_pre_norm), pre_norm, {T, D}, false));
 
-    const Value attention_i = input(name(LT::attention_output), attention, {T, D}, true);
-    Value inter;
-    if (attention_i) inter = finish(name(LT::intermediate), activation(linear(*attention_i, L.intermediate)), false);
-    const Value inter_i = input(name(LT::intermediate), inter, {T, m_.config.intermediate_size}, false);
-    if (!all({&inter_i, &attention_i})) return std::nullopt;
-    return finish_norm(name(LT::output), op(arith(linear(*inter_i, L.output)) + arith(*attention_i)), L.ln2_g,
-                       L.ln2_b);
+    const auto attention_i = input(name(LT::attention_output), attention, {T, D}, true);
+    const auto inter = finish(name(LT::intermediate), {name(LT::attention_output)},
+                              activation(linear(attention_i, L.intermediate)), false);
+    const auto inter_i = input(name(LT::intermediate), inter, {T, m_.config.intermediate_size}, false);
+    return finish_norm(name(LT::output), {name(LT::intermediate), name(LT::attention_output)},
+                       op(arith(linear(inter_i, L.output)) + arith(attention_i)), L.ln2_g, L.ln2_b);
   }
 
   // Kobayashi et al. 2020's norms and lenses of layer l, from its values vi and probabilities ai, and
-  // 2021's residual lens, from these, the layer's input xi and its pre-LayerNorm state.
-  void lenses(int l, const SimulatedLayer& L, const torch::Tensor& vi, const Value& ai, const Value& xi,
-              const Value& pre_norm) {
+  // 2021's residual lens, from these, the layer's input xi (named x_name) and its pre-LayerNorm state.
+  void lenses(int l, const SimulatedLayer& L, const std::string& x_name, const torch::Tensor& vi,
+              const torch::Tensor& ai, const torch::Tensor& xi, const torch::Tensor& pre_norm) {
     auto name = [l](LayerTensor t) { return trace_name(l, t); };
     const int64_t T = T_, D = D_, H = H_, Dh = Dh_;
-    const Value value_norm =
-        finish(name(LT::value_norm), torch::linalg::vector_norm(arith(vi), 2, {-1}, false, {}), false);
+    const auto value_norm = finish(name(LT::value_norm), {name(LT::value)},
+                                   torch::linalg::vector_norm(arith(vi), 2, {-1}, false, {}), false);
     const auto fx = product(vi, L.lens_wo.view({D, H, Dh}).permute({1, 2, 0}));  // [H, T, D]
-    const Value transformed_norm =
-        finish(name(LT::transformed_norm), torch::linalg::vector_norm(arith(fx), 2, {-1}, false, {}), false);
-    const Value value_norm_i = input(name(LT::value_norm), value_norm, {H, T}, false),
-                transformed_norm_i = input(name(LT::transformed_norm), transformed_norm, {H, T}, false);
-    if (all({&ai, &value_norm_i}))
-      finish(name(LT::lens_value_norm), arith(*ai) * arith(value_norm_i->unsqueeze(1)), false);
-    if (all({&ai, &transformed_norm_i}))
-      finish(name(LT::lens_transformed_norm), arith(*ai) * arith(transformed_norm_i->unsqueeze(1)), false);
-    if (!ai) return;
+    const auto transformed_norm = finish(name(LT::transformed_norm), {name(LT::value)},
+                                         torch::linalg::vector_norm(arith(fx), 2, {-1}, false, {}), false);
+    const auto value_norm_i = input(name(LT::value_norm), value_norm, {H, T}, false),
+               transformed_norm_i = input(name(LT::transformed_norm), transformed_norm, {H, T}, false);
+    finish(name(LT::lens_value_norm), {name(LT::probs), name(LT::value_norm)},
+           arith(ai) * arith(value_norm_i.unsqueeze(1)), false);
+    finish(name(LT::lens_transformed_norm), {name(LT::probs), name(LT::transformed_norm)},
+           arith(ai) * arith(transformed_norm_i.unsqueeze(1)), false);
     const int64_t block = std::max<int64_t>(1, (int64_t{1} << 22) / (T * D));  // as run() blocks it
     std::vector<torch::Tensor> summed;
     const auto fx_in = arith(product_input(fx));
-    std::optional<ResidualLensBlocks> residual;
-    if (all({&xi, &pre_norm}))
-      residual.emplace(arith(*xi), arith(*pre_norm), arith(L.ln1_g), m_.config.layer_norm_eps);
+    ResidualLensBlocks residual(arith(xi), arith(pre_norm), arith(L.ln1_g), m_.config.layer_norm_eps);
     for (int64_t i = 0; i < T; i += block) {
-      const auto alpha = arith(product_input(ai->slice(1, i, std::min(T, i + block))));
+      const auto alpha = arith(product_input(ai.slice(1, i, std::min(T, i + block))));
       const auto terms = arith(op(torch::einsum("hij,hjd->ijd", {alpha, fx_in})));
       summed.push_back(back(torch::linalg::vector_norm(terms, 2, {-1}, false, {})));
-      if (residual) residual->add(terms, i);
+      residual.add(terms, i);
     }
-    finish(name(LT::lens_summed_transformed_norm), torch::cat(summed), false);
-    if (residual)
-      for (const auto& [tensor, values] : residual->results()) finish(name(tensor), back(values), false);
+    finish(name(LT::lens_summed_transformed_norm), {name(LT::probs), name(LT::value)}, torch::cat(summed), false);
+    for (const auto& [tensor, values] : residual.results())
+      finish(name(tensor), {name(LT::probs), name(LT::value), x_name, name(LT::attention_pre_norm)}, back(values),
+             false);
   }
 };
 
-Trace Oracle::run_simulated(const Encoding& enc, const Local* local) const {
-  return SimulatedPass(*impl_, enc, local).run();
+Trace Oracle::run_simulated(const Encoding& enc, const Local* local, std::map<std::string, TraceSpan>* spans) const {
+  return SimulatedPass(*impl_, enc, local).run(spans);
 }
 
 }  // namespace lenscheck::oracle

@@ -80,7 +80,8 @@ TEST(VerifyEndToEnd, TheRuntimePassesTheDerivedGateOnEveryTensorOfEverySentence)
 }
 
 // A candidate that cannot give some tensors is judged on the others, and the reports name what it could not
-// give; a tensor missing unannounced still fails, and without the last layer's output there is no verdict.
+// give; the tensors computed from those are judged locally as spans through them (and listed); a tensor
+// missing unannounced still fails, and without the last layer's output there is no verdict.
 TEST(VerifyEndToEnd, APartialTraceIsJudgedOnWhatItHoldsAndTheReportNamesWhatItCannotGive) {
   const fs::path dir = test::temp_dir("partial");
   const fs::path one = test::one_sentence_file();
@@ -104,6 +105,12 @@ TEST(VerifyEndToEnd, APartialTraceIsJudgedOnWhatItHoldsAndTheReportNamesWhatItCa
   write_verify_markdown(partial, dir / "verify.md");
   EXPECT_NE(test::read_file(dir / "verify.md")
                 .find(fmt::format("  - `layer.*.attention.probs` ({} layers): taken out by the test", layers)),
+            std::string::npos)
+      << test::read_file(dir / "verify.md");
+  for (const TensorComparison& t : partial.sentences[0].gate.tensors) EXPECT_TRUE(t.local) << t.name;
+  EXPECT_NE(test::read_file(dir / "verify.md")
+                .find("| `span layer.0.attention.query + layer.0.attention.key + layer.0.attention.value → "
+                      "layer.0.attention.context through layer.0.attention.scores, layer.0.attention.probs` |"),
             std::string::npos)
       << test::read_file(dir / "verify.md");
 
