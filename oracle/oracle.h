@@ -49,8 +49,8 @@ class Oracle {
   // The local verdict's references (gate/verify.h): every tensor of the forward, each op recomputed from
   // the tensors `candidate` holds in this oracle's scheme (an oracle made by recomputing_in); where it
   // lacks an op's input, the recomputation runs on through it from the last tensors it holds (a span). `exact`: the op's own arithmetic in fp64, its output rounded where
-  // the scheme rounds; `fp32`: the same op in fp32; `probes`: the fp32 op with each sum of terms it
-  // computes (a dot product, the embeddings' sum) moved by one rounding at the terms' scale where that
+  // the scheme rounds; `fp32`: the same op in fp32; `probes`: the fp32 op with each sum of a linear
+  // layer (x·Wᵀ + b) moved by one rounding at the terms' scale where that
   // exceeds a step of the sum, and each result moved one fp32 step before it is stored (the seeds 1 …
   // probes draw which way). Where the scheme passes a value on in fp32 that the trace holds rounded
   // (fp16-ort-cpu), the op runs on from the last stored values, as the candidate does between its casts.

@@ -156,7 +156,7 @@ class Oracle::SimulatedPass {
   torch::Tensor magnitude(const torch::Tensor& a, const torch::Tensor& b) const {
     return torch::matmul(arith(product_input(a)).abs(), arith(product_input(b)).abs());
   }
-  // A sum of terms as fp32 computes it (a dot product, the embeddings' three rows). Whatever the order of
+  // A linear layer's sums as fp32 computes them (x·Wᵀ + b). Whatever the order of
   // summation, its error is at most γ_n · Σ|terms| (Higham, Accuracy and Stability of Numerical
   // Algorithms, 2nd ed., 2002, §3.1; γ_n = nu / (1 − nu), u = 2^-24: every scheme accumulates its products
   // in fp32): a rounding at the scale of the terms, not of the sum. Where the terms cancel that is many
