@@ -18,8 +18,9 @@ Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int pr
     const Local exact{&candidate, false, 0}, fp32{&candidate, true, 0};
     r.exact = run_simulated(enc, &exact, &r.spans);
     r.fp32 = run_simulated(enc, &fp32);
+    SumMagnitudes magnitudes;
     for (int seed = 1; seed <= probes; ++seed) {
-      const Local probe{&candidate, true, uint64_t(seed)};
+      const Local probe{&candidate, true, uint64_t(seed), &magnitudes};
       r.probes.push_back(run_simulated(enc, &probe));
     }
     return r;

@@ -73,10 +73,14 @@ class Oracle {
   void load(const BertConfig& config, const BertWeights& weights, Precision precision);
   void load_simulated(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic);
   Trace run(const Encoding& encoding, Record record) const;
+  struct SumMagnitudes;
   struct Local {
     const Trace* feed;   // the candidate, whose tensors each op reads as its inputs
     bool fp32_ops;       // each op in fp32, else fp64
     uint64_t probe;      // non-zero: a rounding probe of the fp32 ops (LocalReferences::probes), this its seed
+    // The probes' Σ|terms| of each linear layer's sums, in the pass's order: the first probe computes
+    // them, the others read them (a matrix product each, as dear as the layer).
+    SumMagnitudes* magnitudes = nullptr;
   };
   // `spans`: where a local pass writes LocalReferences::spans.
   Trace run_simulated(const Encoding& encoding, const Local* local,

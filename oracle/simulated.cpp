@@ -116,6 +116,7 @@ class Oracle::SimulatedPass {
   std::optional<SeededRng> probe_;
   // A local probe's draws: which way each result (finish) and each sum of terms (probed_sum) moves.
   std::optional<SeededRng> result_probe_, sum_probe_;
+  size_t next_sum_ = 0;  // the index of the next probed sum in Local::magnitudes
   Trace trace_;
   // Locally, what a value ran from (the candidate's tensors) and through (tensors it lacks, recomputed):
   // of each recorded tensor, its op's inputs' joined; of each input as an op read it (`input`).
@@ -162,12 +163,14 @@ class Oracle::SimulatedPass {
   // in fp32): a rounding at the scale of the terms, not of the sum. Where the terms cancel that is many
   // steps of the sum, which one step of the result (finish) under-states, and the fp32 recomputation's
   // own order of summation may err far less than the candidate's. A local probe moves the sum by
-  // u · Σ|terms| (`magnitude`, computed only then), up or down as it draws, wherever that exceeds one fp32
-  // step of the sum: one sample of the rounding, not its worst case.
+  // u · Σ|terms| (`magnitude`, computed by the first probe, kept for the others), up or down as it draws,
+  // wherever that exceeds one fp32 step of the sum: one sample of the rounding, not its worst case.
   torch::Tensor probed_sum(const torch::Tensor& raw, const std::function<torch::Tensor()>& magnitude) {
     if (!sum_probe_) return raw;
     const auto sum = back(raw);
-    const auto bound = std::ldexp(1.0, -24) * back(magnitude());
+    std::vector<torch::Tensor>& kept = local_->magnitudes->of_each_sum;
+    if (next_sum_ == kept.size()) kept.push_back(back(magnitude()));
+    const auto bound = std::ldexp(1.0, -24) * kept[next_sum_++];
     const auto step = spacing(std::get<1>(torch::frexp(sum)).to(torch::kFloat64) - 1, kBinary32);
     const auto move = torch::where(bound > step, bound, torch::zeros_like(bound));
     return arith(torch::where(random_directions(*sum_probe_, sum), sum + move, sum - move));

@@ -41,6 +41,10 @@ struct SimulatedLayer {
   torch::Tensor ln1_g, ln1_b, ln2_g, ln2_b;
 };
 
+struct Oracle::SumMagnitudes {
+  std::vector<torch::Tensor> of_each_sum;
+};
+
 struct Oracle::Impl {
   BertConfig config;
   torch::Dtype dtype;
