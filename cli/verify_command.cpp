@@ -40,7 +40,7 @@ void print_summary(const ComparisonSummary& c) {
 struct VerifyOptionsText {
   std::string model_dir, sentences, tolerances, reference, report, json, junit;
   std::string candidate = "runtime", declared, plan, python_env;
-  bool absolute = false;
+  bool absolute = false, require_all = false;
   size_t limit = 0;  // 0: every sentence
   onnx_export::CandidateSpec ort;
 };
@@ -89,9 +89,15 @@ Command add_verify(CLI::App& app, const Shared& shared) {
   command->add_option("--tolerances", o->tolerances, "tolerances YAML")->capture_default_str();
   command->add_flag("--absolute", o->absolute, "the tolerances file's absolute rules (atol, rtol against the fp32 "
                                               "oracle) instead of the derived rule");
-  command->add_option("--reference", o->reference, "judge this trace (safetensors), or every *.safetensors of this "
-                                                  "directory (one sentence each), instead of the runtime")
-      ->excludes(limit);
+  auto* reference = command->add_option("--reference", o->reference, "judge this trace (safetensors), or every "
+                                                                    "*.safetensors of this directory (one sentence "
+                                                                    "each), instead of the runtime, on what it holds: "
+                                                                    "lens tensors it lacks derived where their inputs "
+                                                                    "are there, the rest listed and judged as spans")
+                         ->excludes(limit);
+  command->add_flag("--require-all", o->require_all, "--reference: every tensor of the trace schema must be in the "
+                                                    "trace; none derived, each missing one fails")
+      ->needs(reference);
   command->add_option("--plan", o->plan, "study plan whose head rule and lenses the display verdict follows, "
                                         "printed as the display file beside it says (PLAN.display.yaml: "
                                         "decimals, top targets, sink flags)")
@@ -127,6 +133,7 @@ Command add_verify(CLI::App& app, const Shared& shared) {
                 o->absolute ? std::nullopt : std::optional(instrument_of(load_study_plan(data.checked(o->plan))));
             VerifyOptions options{.rule = o->absolute ? Rule::absolute : Rule::derived,
                                   .threads = shared.threads,
+                                  .require_all = o->require_all,
                                   .instrument = instrument ? &*instrument : nullptr};
             if (!o->declared.empty()) options.arithmetic = parse_arithmetic(o->declared, "--precision");
             // Progress on stderr, about every 5 % (and not at all for a short sentence file).

@@ -31,6 +31,9 @@ struct CandidateRun {
   std::string label;
   std::vector<std::string> notes;
   std::vector<Unreachable> unreachable;  // the same for every input
+  // Tensors the candidate does not compute, derived from its own by lenscheck's lens code
+  // (runtime::Encoder::derive_lenses) and judged as its: the same for every input.
+  std::vector<std::string> derived;
   // Where the candidate's weights are not the checkpoint's (a graph exported from another one): each
   // differing parameter, and no trace: the verdict fails before any sentence runs.
   std::vector<std::string> weights_differ;
@@ -53,8 +56,12 @@ Candidate runtime_candidate();
 // Traces another implementation wrote, as a candidate that brings its own inputs: one trace file, or a
 // directory whose *.safetensors are taken in name order, one sentence each, on its input ids. It
 // declares what the traces' "precision" metadata says, all alike (fp64 counts as fp32), unless
-// `declared` says it for them. Bad input (no trace, a trace too long for the model, precisions that
-// differ, two traces of the same input ids) is an InputError naming the file.
+// `declared` says it for them. A trace is judged on what it holds: the lens tensors it lacks are derived
+// where it holds their inputs, as for onnx:PATH (runtime::lens_inputs), and the other tensors it lacks are
+// unreachable (the local verdict judges spans through them), but the last layer's output, which fails as
+// missing; `require_all`: none derived or unreachable, each missing tensor fails. Bad input (no trace, a
+// trace too long for the model, precisions that differ, traces that hold different tensors) is an
+// InputError naming the file.
 struct ReferenceTraces {
   Candidate candidate;
   std::vector<Sentence> sentences;  // named by their files
@@ -63,6 +70,6 @@ struct ReferenceTraces {
   std::optional<std::filesystem::path> without_words;  // the first trace without word ids: no display verdict
 };
 ReferenceTraces reference_traces(const Checkpoint& checkpoint, const std::filesystem::path& reference,
-                                 std::optional<Arithmetic> declared);
+                                 std::optional<Arithmetic> declared, bool require_all = false);
 
 }  // namespace lenscheck

@@ -318,6 +318,7 @@ VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candida
       label = run.label;
       r.notes.insert(r.notes.end(), run.notes.begin(), run.notes.end());
       r.unreachable = run.unreachable;
+      r.derived = run.derived;
       unreachable = unreachable_of(run, candidate, ck.config, options, r);
     }
     parallel_for(part.size(), options.threads, [&](size_t i) {
@@ -348,7 +349,7 @@ VerifyResult verify(const Checkpoint& ck, const Candidate& candidate, const std:
 VerifyResult verify_reference(const Checkpoint& ck, const std::filesystem::path& reference,
                               const Tolerances& tolerances, const VerifyOptions& options) {
   VerifyResult r = header(ck, reference, tolerances, options.rule);
-  const ReferenceTraces traces = reference_traces(ck, reference, options.arithmetic);
+  const ReferenceTraces traces = reference_traces(ck, reference, options.arithmetic, options.require_all);
   r.notes.insert(r.notes.end(), traces.notes.begin(), traces.notes.end());
   VerifyOptions judged = options;  // the display verdict reads the words
   if (traces.without_words && judged.instrument) {

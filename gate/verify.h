@@ -74,6 +74,7 @@ struct VerifyResult {
   std::string weights_file, model_sha256;  // the checkpoint's weights file (its name) and that file's SHA-256
   std::vector<std::string> notes;
   std::vector<Unreachable> unreachable;  // tensors the candidate could not give, left out of the gate
+  std::vector<std::string> derived;      // tensors lenscheck derived from the candidate's own (CandidateRun::derived)
   std::vector<std::string> weights_differ;  // its parameters that are not the checkpoint's: no sentence judged
   std::vector<SentenceVerdict> sentences;
   ComparisonSummary gate;
@@ -87,6 +88,8 @@ struct VerifyOptions {
   // Empty: the candidate's own (Candidate::arithmetic; a reference trace what its precision field says).
   std::optional<Arithmetic> arithmetic = std::nullopt;
   unsigned threads = 1;  // sentences in parallel; results do not depend on it
+  // Reference traces: every tensor of the schema must be in them, none derived or left out (reference_traces).
+  bool require_all = false;
   // What the instrument shows, which the display verdict compares; none: no display verdict. Derived
   // rule only (it reads the fp64 truth).
   const Instrument* instrument = nullptr;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <regex>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "common/report_file.h"
@@ -112,6 +113,21 @@ std::vector<SpanRow> span_rows(const VerifyResult& r) {
       if (t.fails_locally()) ++row->failed;
     }
   return rows;
+}
+
+// The tensors the candidate lacks that some judged span runs through.
+std::set<std::string> spanned_tensors(const VerifyResult& r) {
+  std::set<std::string> through;
+  for (const SentenceVerdict& v : r.sentences)
+    for (const TensorComparison& t : v.gate.tensors)
+      if (t.local) through.insert(t.span.through.begin(), t.span.through.end());
+  return through;
+}
+
+// What became of a tensor the candidate cannot give: "spanned" (inside a span judged locally) or "missing"
+// (in no span; its op may still lie inside the next tensor's, as attention.pre_norm's inside attention.output's).
+std::string tensor_state(const std::string& tensor, const std::set<std::string>& spanned) {
+  return spanned.count(tensor) ? "spanned" : "missing";
 }
 
 std::string spans_section(const std::vector<SpanRow>& rows) {
@@ -251,20 +267,24 @@ std::string verify_heat_map(const VerifyResult& r) {
   return s;
 }
 
-// The tensors the candidate could not give, by family and reason: "`layer.*.attention.probs` (4 layers):
-// inside com.microsoft.Attention".
-std::string unreachable_lines(const VerifyResult& r) {
-  std::vector<std::pair<std::pair<std::string, std::string>, size_t>> groups;  // (family, why) → tensors
-  for (const Unreachable& u : r.unreachable) {
-    const std::pair<std::string, std::string> key{family_of(u.tensor), u.why};
+// The tensors the candidate could not give, by family, reason and state, then those derived, by family:
+// "`layer.*.attention.probs` (4 layers): inside com.microsoft.Attention; spanned".
+std::string unreachable_lines(const VerifyResult& r, const std::set<std::string>& spanned) {
+  std::vector<std::pair<std::string, size_t>> groups;  // its line less the count → tensors
+  auto add = [&](const std::string& family, const std::string& rest) {
+    const std::string key = fmt::format("`{}`\t{}", family, rest);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
     if (it == groups.end()) groups.push_back({key, 1});
     else ++it->second;
-  }
+  };
+  for (const Unreachable& u : r.unreachable) add(family_of(u.tensor), fmt::format("{}; {}", u.why, tensor_state(u.tensor, spanned)));
+  for (const std::string& d : r.derived) add(family_of(d), "derived");
   std::string s;
-  for (const auto& [key, count] : groups)
-    s += fmt::format("  - `{}`{}: {}\n", key.first,
-                     key.first.rfind("layer.*.", 0) == 0 ? fmt::format(" ({} layers)", count) : "", key.second);
+  for (const auto& [key, count] : groups) {
+    const size_t tab = key.find('\t');
+    s += fmt::format("  - {}{}: {}\n", key.substr(0, tab),
+                     key.rfind("`layer.*.", 0) == 0 ? fmt::format(" ({} layers)", count) : "", key.substr(tab + 1));
+  }
   return s;
 }
 
@@ -282,11 +302,16 @@ void write_verify_markdown(const VerifyResult& r, const std::filesystem::path& f
     s += fmt::format("- **weights: not the checkpoint's**, so no sentence was run: {} parameters differ; the first, {}\n",
                      r.weights_differ.size(), r.weights_differ.front());
   const std::vector<SpanRow> spans = span_rows(r);
-  if (!r.unreachable.empty())
-    s += fmt::format("- tensors judged: {} families (the table below); not judged, {} tensors the candidate cannot "
-                     "give{}:\n{}",
-                     r.gate.families.size(), r.unreachable.size(),
-                     spans.empty() ? "" : ", each inside a span judged locally (the spans below)", unreachable_lines(r));
+  if (!r.unreachable.empty() || !r.derived.empty()) {
+    const std::set<std::string> spanned = spanned_tensors(r);
+    const size_t inside = size_t(std::count_if(r.unreachable.begin(), r.unreachable.end(),
+                                               [&](const Unreachable& u) { return spanned.count(u.tensor) > 0; }));
+    s += fmt::format("- tensors judged: {} families (the table below), {} tensors derived by lenscheck from the "
+                     "candidate's own; not judged themselves, {} tensors the candidate cannot give: {} spanned "
+                     "(inside a span judged locally, the spans below), {} missing (in no span):\n{}",
+                     r.gate.families.size(), r.derived.size(), r.unreachable.size(), inside,
+                     r.unreachable.size() - inside, unreachable_lines(r, spanned));
+  }
   s += r.gate.rule == Rule::derived
            ? fmt::format("\nThe derived rule: per tensor and sentence, the candidate's error against the fp64 oracle (the "
              "truth) over {}'s on the same model and input. An error is the rms over the tensor of "
@@ -341,7 +366,10 @@ void write_verify_json(const VerifyResult& r, const std::filesystem::path& file)
   j["sentences_file"] = r.sentences_file;
   j["tolerances_file"] = r.tolerances_file;
   j["gate"] = summary_json(r.gate);
-  for (const Unreachable& u : r.unreachable) j["unreachable"].push_back({{"tensor", u.tensor}, {"why", u.why}});
+  const std::set<std::string> spanned = spanned_tensors(r);
+  for (const Unreachable& u : r.unreachable)
+    j["unreachable"].push_back({{"tensor", u.tensor}, {"why", u.why}, {"state", tensor_state(u.tensor, spanned)}});
+  j["derived"] = r.derived;
   j["spans"] = nlohmann::ordered_json::array();
   for (const SpanRow& s : span_rows(r))
     j["spans"].push_back({{"span", s.scope}, {"max_local_ratio", s.worst}, {"k", s.k}, {"sentences", s.sentences},
@@ -414,6 +442,20 @@ void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file
     }
     suites += fmt::format("  <testsuite name=\"verify.{}\" tests=\"{}\" failures=\"{}\">\n{}  </testsuite>\n",
                           xml_escaped(v.sentence.id), suite_tests, suite_failures, cases);
+  }
+  // What was not judged as the candidate gave it: each tensor it cannot give a skipped case saying whether
+  // a span covers it, the tensors lenscheck derived a property.
+  if (!r.unreachable.empty() || !r.derived.empty()) {
+    const std::set<std::string> spanned = spanned_tensors(r);
+    std::string cases;
+    for (const Unreachable& u : r.unreachable)
+      cases += fmt::format("    <testcase classname=\"verify.tensors\" name=\"{}\"><skipped message=\"{}\"/></testcase>\n",
+                           xml_escaped(u.tensor), xml_escaped(fmt::format("{}; {}", u.why, tensor_state(u.tensor, spanned))));
+    tests += r.unreachable.size();
+    suites += fmt::format("  <testsuite name=\"verify.tensors\" tests=\"{}\" failures=\"0\" skipped=\"{}\">\n"
+                          "    <properties><property name=\"derived\" value=\"{}\"/></properties>\n{}  </testsuite>\n",
+                          r.unreachable.size(), r.unreachable.size(),
+                          xml_escaped(fmt::format("{}", fmt::join(r.derived, ", "))), cases);
   }
   // A candidate of other weights runs no sentence: its one test case fails, so that CI does not read an
   // empty suite as a pass.

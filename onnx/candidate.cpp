@@ -68,7 +68,7 @@ Candidate candidate(const CandidateSpec& spec) {
     CandidateRun r;
     r.traces = std::move(run.traces);
     const runtime::Encoder lens_code(ck.config, ck.weights);
-    for (Trace& trace : r.traces) lens_code.derive_lenses(trace);
+    for (Trace& trace : r.traces) r.derived = lens_code.derive_lenses(trace);  // the same tensors for each
     r.label = fmt::format("onnxruntime {} {}", run.version, label.substr(std::string("onnxruntime ").size()));
     r.notes.push_back(fmt::format("candidate: {}; graph: opset {}, {} nodes, {} outputs, {:.1f} MB, exported in {:.2f} s",
                                   r.label, kOpset, exported.nodes, exported.outputs, double(exported.bytes) / 1e6,

@@ -248,13 +248,6 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   }
 }
 
-// A lens tensor, of 2020 or 2021, which no shipped graph computes: lenscheck derives it. (Not
-// attention.pre_norm, a state of the forward the graph must hold.)
-bool is_lens_tensor(const std::string& name) {
-  return name.find(".lens.") != std::string::npos || name.ends_with(".value_norm") ||
-         name.ends_with(".transformed_norm") || is_residual_lens(name);
-}
-
 // Why a trace tensor was not found, from what the search for its pattern said.
 std::string why_not_found(const std::string& name, const std::string& attention_why, const std::string& norms_why) {
   const bool attention = name.find(".attention.") != std::string::npos && !name.ends_with(".attention.output");
@@ -262,7 +255,7 @@ std::string why_not_found(const std::string& name, const std::string& attention_
   if (is_residual_lens(name))
     return "a residual-lens tensor, derived from the candidate's attention.value, attention.probs, attention.pre_norm "
            "and each layer's input, which are not all found";
-  if (is_lens_tensor(name))
+  if (!runtime::lens_inputs(name).empty())
     return "a lens tensor, derived from the candidate's attention.value and attention.probs, which are not found";
   if (!norms_why.empty() && (name == kEmbeddingsOutput || name.ends_with(".output"))) return norms_why;
   if (name.ends_with(".intermediate")) return "the FFN's two linear layers, between which it lies, are not recognised";
@@ -346,17 +339,14 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
 
   check_weights(graph, config, ck.weights, norms_why.empty() ? norms : std::vector<Norm>{}, found, f);
 
-  // The lens tensors are derived from every layer's value and probs, where the graph gives them; the
-  // residual lens also from its context and input.
-  auto all_found = [&](std::initializer_list<LT> tensors) {
-    for (int l = 0; l < L; ++l)
-      for (LT t : tensors)
-        if (!found.values.count(trace_name(l, t))) return false;
-    return true;
+  // The lens tensors are derived where the graph gives what they are derived from (runtime::lens_inputs): a
+  // layer's value and probs, for its residual lens also its attention.pre_norm and input.
+  auto derivable = [&](const std::string& name) {
+    const std::vector<std::string> from = runtime::lens_inputs(name);
+    return !from.empty() && std::all_of(from.begin(), from.end(), [&](const std::string& input) {
+      return found.values.count(input) > 0 || found.split.count(input) > 0;
+    });
   };
-  f.lenses_derived = all_found({LT::value, LT::probs});
-  const bool residual_lens_derived = f.lenses_derived && all_found({LT::attention_pre_norm, LT::output}) &&
-                                     found.values.count(kEmbeddingsOutput);
 
   // Each found value becomes an output under its trace name; last_hidden_state stays what it is. A key
   // the graph holds only transposed is its heads' split, transposed to [B, H, T, Dh].
@@ -379,8 +369,9 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
       perm.set_name("perm");
       perm.set_type(onnx::AttributeProto::INTS);
       for (int64_t axis : {0, 2, 1, 3}) perm.add_ints(axis);
-    } else if (!(is_residual_lens(spec.name) ? residual_lens_derived
-                                                    : f.lenses_derived && is_lens_tensor(spec.name))) {
+    } else if (derivable(spec.name)) {
+      f.lenses_derived = true;
+    } else {
       f.unreachable.push_back({spec.name, why_not_found(spec.name, attention_why, norms_why)});
     }
   }
@@ -429,7 +420,7 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                                              l, value->shape[0], ck.config.num_attention_heads));
     if (found.lenses_derived) {
       const runtime::Encoder lens_code(ck.config, ck.weights);
-      for (Trace& trace : r.traces) lens_code.derive_lenses(trace);
+      for (Trace& trace : r.traces) r.derived = lens_code.derive_lenses(trace);  // the same tensors for each
       r.notes.push_back("derived: the lens tensors (value_norm, transformed_norm, lens.*, mixing_ratio.*), which the "
                         "graph does not compute, by lenscheck's runtime lens code in fp32 from the candidate's own "
                         "attention.value and attention.probs (the residual lens also its attention.pre_norm and each "

@@ -23,7 +23,7 @@ namespace lenscheck::onnx_export {
 struct FoundGraph {
   std::vector<std::pair<std::string, std::string>> outputs;  // graph value → trace name, last_hidden_state first
   std::vector<Unreachable> unreachable;
-  // Every layer's attention.value and attention.probs found: the lens tensors, which no shipped graph
+  // Some lens tensor's inputs found (runtime::lens_inputs): the lens tensors, which no shipped graph
   // computes, are derived from them by the runtime's lens code (runtime::Encoder::derive_lenses).
   bool lenses_derived = false;
   Arithmetic implied = Arithmetic::fp32;  // what its initializers and ops imply

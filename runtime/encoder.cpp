@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <utility>
 
@@ -206,7 +207,25 @@ Trace Encoder::forward(const Encoding& enc, Record record) const {
   return trace;
 }
 
-void Encoder::derive_lenses(Trace& trace) const {
+std::vector<std::string> lens_inputs(const std::string& name) {
+  int l = -1;
+  if (std::sscanf(name.c_str(), "layer.%d.", &l) != 1 || l < 0) return {};
+  for (LT lens : {LT::value_norm, LT::transformed_norm, LT::lens_value_norm, LT::lens_transformed_norm,
+                  LT::lens_summed_transformed_norm, LT::lens_residual_norm, LT::lens_residual_layernorm_norm,
+                  LT::mixing_ratio_attention, LT::mixing_ratio_residual, LT::mixing_ratio_residual_layernorm}) {
+    if (name != trace_name(l, lens)) continue;
+    std::vector<std::string> from = {trace_name(l, LT::value), trace_name(l, LT::probs)};
+    if (is_residual_lens(name)) {
+      from.push_back(l == 0 ? kEmbeddingsOutput : trace_name(l - 1, LT::output));
+      from.push_back(trace_name(l, LT::attention_pre_norm));
+    }
+    return from;
+  }
+  return {};
+}
+
+std::vector<std::string> Encoder::derive_lenses(Trace& trace) const {
+  const size_t held = trace.tensors.size();  // what is added comes after
   const size_t T = trace.input_ids.size(), D = static_cast<size_t>(config_.hidden_size),
                H = static_cast<size_t>(config_.num_attention_heads);
   const Pass pass{T, D, H, D / H, static_cast<size_t>(config_.intermediate_size), config_, weights_, *workers_};
@@ -222,8 +241,9 @@ void Encoder::derive_lenses(Trace& trace) const {
   for (size_t l = 0; l < packed_->size(); ++l) {
     const Tensor* value = trace.find(trace_name(int(l), LT::value));
     const Tensor* p = trace.find(trace_name(int(l), LT::probs));
-    if (!value || !p || value->values.size() != T * D || p->values.size() != H * T * T)
-      throw std::invalid_argument(fmt::format("layer {}'s attention.value and attention.probs are needed, of {} tokens",
+    if (!value || !p) continue;  // nothing of this layer's lenses can be derived (lens_inputs)
+    if (value->values.size() != T * D || p->values.size() != H * T * T)
+      throw std::invalid_argument(fmt::format("layer {}'s attention.value and attention.probs are not of {} tokens",
                                               l, T));
     // [H, T, Dh] -> [T, H*Dh], the layout of the forward's v.
     for (size_t hh = 0; hh < H; ++hh)
@@ -238,6 +258,9 @@ void Encoder::derive_lenses(Trace& trace) const {
     record_lenses(stages_, pass, layer, v.data(), probs.data(), residual ? x.data() : nullptr,
                   residual ? y.data() : nullptr, rec);
   }
+  std::vector<std::string> derived;
+  for (size_t i = held; i < trace.tensors.size(); ++i) derived.push_back(trace.tensors[i].first);
+  return derived;
 }
 
 }  // namespace lenscheck::runtime

@@ -1,6 +1,7 @@
 #pragma once
 // The hand-written BERT encoder that ships: plain fp32 C++, no libtorch, no BLAS.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model/checkpoint.h"
@@ -10,6 +11,11 @@
 #include "runtime/stages.h"
 
 namespace lenscheck::runtime {
+
+// The tensors derive_lenses derives `name` from: a layer's lens tensors from its attention.value and
+// attention.probs, its residual lens (is_residual_lens) also from the layer's input (embeddings.output or the
+// previous layer's output) and attention.pre_norm. Empty for any other tensor, which it never derives.
+std::vector<std::string> lens_inputs(const std::string& name);
 
 class Encoder {
  public:
@@ -25,11 +31,11 @@ class Encoder {
   // One sentence; Record::output skips the norms and lenses too.
   Trace forward(const Encoding& encoding, Record record = Record::everything) const;
 
-  // Adds the lens tensors the trace lacks, from its own attention.value and attention.probs (and, for the
-  // residual lens, each layer's input and attention.pre_norm), by the same code as the forward's: for a
-  // candidate that computes no lens (a shipped ONNX graph, ONNX Runtime's residual lens). std::invalid_argument
-  // where a layer's value or probs is missing or of another size.
-  void derive_lenses(Trace& trace) const;
+  // Adds the lens tensors the trace lacks, by the same code as the forward's, in every layer where the trace
+  // holds what they are derived from (lens_inputs): for a candidate that computes no lens (a shipped ONNX
+  // graph, ONNX Runtime's residual lens, a trace written before the residual lens). Returns their names.
+  // std::invalid_argument where a layer's value or probs is of another size.
+  std::vector<std::string> derive_lenses(Trace& trace) const;
 
   const BertConfig& config() const { return config_; }
 

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -364,6 +366,167 @@ TEST(VerifyEndToEnd, ReferenceTracesOfOneSentenceAreEachJudgedAsTheirOwnFile) {
   EXPECT_EQ(r.sentences[1].gate.first_divergence()->name, "layer.2.attention.value");
   EXPECT_TRUE(r.sentences[2].gate.pass());
   EXPECT_FALSE(r.pass());
+}
+
+// A trace written before the schema grew is judged on what it holds: the residual lens it lacks is derived
+// from its own tensors where their inputs are there (as for onnx:PATH), a tensor it lacks is judged inside a
+// span or listed as missing, and a fault in what it holds still fails. --require-all keeps the strict rule.
+TEST(VerifyEndToEnd, ATraceOfAnOlderSchemaIsJudgedOnWhatItHolds) {
+  const Encoding enc =
+      BertTokenizer(bert_mini().vocab, bert_mini().tokenizer).encode("The nurse handed the doctor the scissors.", 512);
+  const Trace full = runtime::Encoder(bert_mini().config, bert_mini().weights).forward(enc);
+  const int layers = bert_mini().config.num_hidden_layers;
+  const std::string last = trace_name(layers - 1, LayerTensor::output);
+  const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  const auto dir = test::temp_dir("older_schema");
+  auto without = [&](const std::string& file, const std::function<bool(const std::string&)>& dropped) {
+    Trace t = full;
+    std::erase_if(t.tensors, [&](const auto& named) { return dropped(named.first); });
+    save_trace(dir / file, t);
+    return t;
+  };
+  auto summary = [](const VerifyResult& r, const std::string& name) {
+    const auto it = std::find_if(r.gate.tensors.begin(), r.gate.tensors.end(),
+                                 [&](const TensorSummary& t) { return t.name == name; });
+    return it == r.gate.tensors.end() ? nullptr : &*it;
+  };
+
+  // Without the residual lens: derived from the trace's own tensors, and judged.
+  const Trace no_residual = without("no-residual.safetensors", is_residual_lens);
+  VerifyResult r = verify_reference(bert_mini(), dir / "no-residual.safetensors", tol, {});
+  EXPECT_TRUE(r.pass());
+  EXPECT_EQ(r.derived.size(), size_t(5 * layers));
+  EXPECT_TRUE(r.unreachable.empty());
+  ASSERT_NE(summary(r, "layer.2.mixing_ratio.residual_layernorm"), nullptr);
+  EXPECT_TRUE(summary(r, "layer.2.mixing_ratio.residual_layernorm")->pass());
+  write_verify_json(r, dir / "derived.json");
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(dir / "derived.json"))["derived"][0], "layer.0.lens.residual_norm");
+
+  // A fault in a tensor it holds fails there, first, and the residual lens derived from it fails too.
+  Trace faulty = no_residual;
+  for (double& x : faulty.find("layer.2.attention.value")->values) x *= 1.01;
+  save_trace(dir / "faulty.safetensors", faulty);
+  r = verify_reference(bert_mini(), dir / "faulty.safetensors", tol, {});
+  ASSERT_FALSE(r.pass());
+  EXPECT_EQ(r.sentences[0].gate.first_divergence()->name, "layer.2.attention.value");
+  EXPECT_FALSE(summary(r, "layer.2.lens.residual_layernorm_norm")->pass());
+
+  // The strict rule: every tensor the trace lacks fails, named.
+  r = verify_reference(bert_mini(), dir / "no-residual.safetensors", tol, {.require_all = true});
+  ASSERT_FALSE(r.pass());
+  EXPECT_TRUE(r.derived.empty());
+  for (int l = 0; l < layers; ++l)
+    EXPECT_EQ(summary(r, trace_name(l, LayerTensor::mixing_ratio_attention))->problem,
+              "no-residual.safetensors: missing from the candidate trace");
+
+  // The traces: without attention.pre_norm either, the residual lens cannot be derived. The
+  // pre-LayerNorm state is inside attention.output's op, judged locally from its context and input; the
+  // reports say which tensors were judged, derived, spanned or missing.
+  without("no-pre-norm.safetensors",
+          [](const std::string& n) { return is_residual_lens(n) || n.ends_with(".attention.pre_norm"); });
+  r = verify_reference(bert_mini(), dir / "no-pre-norm.safetensors", tol, {});
+  EXPECT_TRUE(r.pass());
+  EXPECT_TRUE(r.derived.empty());
+  ASSERT_EQ(r.unreachable.size(), size_t(6 * layers));
+  EXPECT_EQ(r.unreachable[1].tensor, "layer.0.lens.residual_norm");
+  EXPECT_EQ(r.unreachable[1].why, "not in the trace, nor derivable without layer.*.attention.pre_norm");
+  write_verify_markdown(r, dir / "verify.md");
+  write_verify_json(r, dir / "verify.json");
+  write_verify_junit(r, dir / "verify.xml");
+  const std::string md = test::read_file(dir / "verify.md");
+  EXPECT_NE(md.find(fmt::format("0 tensors derived by lenscheck from the candidate's own; not judged themselves, {} "
+                                "tensors the candidate cannot give: 0 spanned",
+                                6 * layers)),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find(fmt::format("  - `layer.*.attention.pre_norm` ({} layers): not in the trace; missing\n", layers)),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find(fmt::format("  - `layer.*.mixing_ratio.residual` ({} layers): not in the trace, nor derivable "
+                                "without layer.*.attention.pre_norm; missing\n",
+                                layers)),
+            std::string::npos)
+      << md;
+  const auto json = nlohmann::json::parse(test::read_file(dir / "verify.json"));
+  EXPECT_EQ(json["unreachable"][0]["tensor"], "layer.0.attention.pre_norm");
+  EXPECT_EQ(json["unreachable"][0]["state"], "missing");
+  const std::string xml = test::read_file(dir / "verify.xml");
+  EXPECT_NE(xml.find("name=\"layer.0.attention.pre_norm\"><skipped message=\"not in the trace; missing\"/>"),
+            std::string::npos)
+      << xml;
+
+  // Traces judged together hold the same tensors, or some would be judged on less than they hold.
+  const auto mixed = test::temp_dir("older_schema_mixed");
+  save_trace(mixed / "a-full.safetensors", full);
+  save_trace(mixed / "b-no-residual.safetensors", no_residual);
+  try {
+    verify_reference(bert_mini(), mixed, tol, {});
+    ADD_FAILURE() << "traces that lack different tensors were judged together";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("b-no-residual.safetensors: lacks other tensors of the schema than "
+                                         "a-full.safetensors does"),
+              std::string::npos)
+        << e.what();
+  }
+
+  // Without the last layer's output there is nothing to judge the trace by: it fails.
+  without("no-output.safetensors", [&](const std::string& n) { return is_residual_lens(n) || n == last; });
+  r = verify_reference(bert_mini(), dir / "no-output.safetensors", tol, {});
+  ASSERT_FALSE(r.pass());
+  EXPECT_EQ(summary(r, last)->problem, "no-output.safetensors: missing from the candidate trace");
+}
+
+// A trace of nothing but the last layer's output, as a library's user writes one, is judged as one span from
+// the input ids, and the report says so; a fault in it fails.
+TEST(VerifyEndToEnd, ATraceOfTheOutputAloneIsJudgedAsOneSpan) {
+  const Encoding enc =
+      BertTokenizer(bert_mini().vocab, bert_mini().tokenizer).encode("The nurse handed the doctor the scissors.", 512);
+  Trace output = runtime::Encoder(bert_mini().config, bert_mini().weights).forward(enc, Record::output);
+  const int layers = bert_mini().config.num_hidden_layers;
+  const std::string last = trace_name(layers - 1, LayerTensor::output);
+  ASSERT_EQ(output.tensors.size(), 1u);
+  const Tolerances tol = load_tolerances(test::source_dir() / "fixtures/tolerances.yaml");
+  const auto dir = test::temp_dir("output_alone");
+  save_trace(dir / "output.safetensors", output);
+  const std::string args = "verify --model " + quoted(test::bert_mini()) + " --tolerances " +
+                           quoted(test::source_dir() / "fixtures/tolerances.yaml") + " --reference ";
+  auto r = test::run_cli(args + quoted(dir / "output.safetensors") + " --report " + quoted(dir / "verify.md") +
+                         " --json " + quoted(dir / "verify.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: the traces hold no tensor of the schema but " + last + ": it is judged as one span"),
+            std::string::npos)
+      << r.output;
+  const std::string md = test::read_file(dir / "verify.md");
+  EXPECT_NE(md.find("| `span input_ids → " + last + " through embeddings.output, layer.0.attention.query"),
+            std::string::npos)
+      << md;
+  // What the span runs through is spanned; a lens, which nothing held is computed from, is missing.
+  std::map<std::string, std::string> state;
+  const auto json = nlohmann::json::parse(test::read_file(dir / "verify.json"));
+  for (const auto& u : json["unreachable"]) state[u["tensor"]] = u["state"];
+  EXPECT_EQ(state.size(), trace_schema(bert_mini().config, 1).size() - 1);
+  EXPECT_EQ(state["layer.0.attention.probs"], "spanned");
+  EXPECT_EQ(state["layer.3.intermediate"], "spanned");
+  EXPECT_EQ(state["layer.0.lens.value_norm"], "missing");
+
+  const VerifyResult verdict = verify_reference(bert_mini(), dir / "output.safetensors", tol, {});
+  ASSERT_EQ(verdict.sentences[0].gate.tensors.size(), 1u);
+  const TensorComparison& judged = verdict.sentences[0].gate.tensors[0];
+  ASSERT_TRUE(judged.local);
+  EXPECT_TRUE(judged.span.from.empty());
+  EXPECT_EQ(judged.span.through.front(), kEmbeddingsOutput);
+
+  // The strict rule fails it, naming what it lacks.
+  r = test::run_cli(args + quoted(dir / "output.safetensors") + " --require-all");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("layer.*.attention.pre_norm"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("FAIL output.safetensors: missing from the candidate trace"), std::string::npos) << r.output;
+
+  for (double& x : output.find(last)->values) x *= 1.001;
+  save_trace(dir / "faulty.safetensors", output);
+  r = test::run_cli(args + quoted(dir / "faulty.safetensors"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("op to blame: span input_ids → " + last), std::string::npos) << r.output;
 }
 
 // Every report's tables are written by one helper: the header, its rule, a line per row.
