@@ -83,7 +83,6 @@ Coverage fill_in(Trace& trace, const runtime::Encoder& lens_code, const BertConf
   return c;
 }
 
-
 }  // namespace
 
 ReferenceTraces reference_traces(const Checkpoint& ck, const std::filesystem::path& reference,

@@ -277,7 +277,8 @@ std::string unreachable_lines(const VerifyResult& r, const std::set<std::string>
     if (it == groups.end()) groups.push_back({key, 1});
     else ++it->second;
   };
-  for (const Unreachable& u : r.unreachable) add(family_of(u.tensor), fmt::format("{}; {}", u.why, tensor_state(u.tensor, spanned)));
+  for (const Unreachable& u : r.unreachable)
+    add(family_of(u.tensor), fmt::format("{}; {}", u.why, tensor_state(u.tensor, spanned)));
   for (const std::string& d : r.derived) add(family_of(d), "derived");
   std::string s;
   for (const auto& [key, count] : groups) {
@@ -449,8 +450,9 @@ void write_verify_junit(const VerifyResult& r, const std::filesystem::path& file
     const std::set<std::string> spanned = spanned_tensors(r);
     std::string cases;
     for (const Unreachable& u : r.unreachable)
-      cases += fmt::format("    <testcase classname=\"verify.tensors\" name=\"{}\"><skipped message=\"{}\"/></testcase>\n",
-                           xml_escaped(u.tensor), xml_escaped(fmt::format("{}; {}", u.why, tensor_state(u.tensor, spanned))));
+      cases += fmt::format(
+          "    <testcase classname=\"verify.tensors\" name=\"{}\"><skipped message=\"{}\"/></testcase>\n",
+          xml_escaped(u.tensor), xml_escaped(fmt::format("{}; {}", u.why, tensor_state(u.tensor, spanned))));
     tests += r.unreachable.size();
     suites += fmt::format("  <testsuite name=\"verify.tensors\" tests=\"{}\" failures=\"0\" skipped=\"{}\">\n"
                           "    <properties><property name=\"derived\" value=\"{}\"/></properties>\n{}  </testsuite>\n",

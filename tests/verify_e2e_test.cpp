@@ -401,6 +401,16 @@ TEST(VerifyEndToEnd, ATraceOfAnOlderSchemaIsJudgedOnWhatItHolds) {
   EXPECT_TRUE(summary(r, "layer.2.mixing_ratio.residual_layernorm")->pass());
   write_verify_json(r, dir / "derived.json");
   EXPECT_EQ(nlohmann::json::parse(test::read_file(dir / "derived.json"))["derived"][0], "layer.0.lens.residual_norm");
+  write_verify_markdown(r, dir / "derived.md");
+  EXPECT_NE(test::read_file(dir / "derived.md")
+                .find(fmt::format("  - `layer.*.mixing_ratio.attention` ({} layers): derived\n", layers)),
+            std::string::npos)
+      << test::read_file(dir / "derived.md");
+  write_verify_junit(r, dir / "derived.xml");
+  EXPECT_NE(test::read_file(dir / "derived.xml")
+                .find("<property name=\"derived\" value=\"layer.0.lens.residual_norm, layer.0.lens.residual_layernorm_norm"),
+            std::string::npos)
+      << test::read_file(dir / "derived.xml");
 
   // A fault in a tensor it holds fails there, first, and the residual lens derived from it fails too.
   Trace faulty = no_residual;
