@@ -448,6 +448,8 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   std::tie(f.implied, f.implied_by) = implied_arithmetic(g, file);
 
   check_interface(g, file, config.hidden_size);
+  f.dequantize_linear = std::any_of(g.node().begin(), g.node().end(),
+                                    [](const onnx::NodeProto& n) { return n.op_type() == "DequantizeLinear"; });
 
   const int L = config.num_hidden_layers;
   const GraphIndex graph(g);
@@ -574,6 +576,14 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                                   found.weights_not_found.empty()
                                       ? ""
                                       : fmt::format("; not located: {}", fmt::join(found.weights_not_found, ", "))));
+    // Measured on ONNX Runtime 1.30: from the extended level its optimizer rewrites DequantizeLinear → MatMul
+    // as com.microsoft.MatMulNBits (bits 8, accuracy_level 4), which quantizes the activations to int8.
+    if (found.implied == Arithmetic::w8a32 && found.dequantize_linear &&
+        !(ort.graph_optimization == "disabled" || ort.graph_optimization == "basic"))
+      r.notes.push_back(fmt::format("ONNX Runtime's graph optimization {} fuses each DequantizeLinear → MatMul into "
+                                    "com.microsoft.MatMulNBits, which quantizes the activations to int8: not the "
+                                    "w8a32 the graph declares (--ort-optimization basic runs it as written)",
+                                    ort.graph_optimization));
     r.weights_differ = found.weight_problems;
     if (!r.weights_differ.empty()) return r;  // another checkpoint's graph: no sentence runs
     onnxruntime::Run run = onnxruntime::run(copy, inputs, ort, name, precision, ck.vocab);

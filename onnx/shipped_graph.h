@@ -28,6 +28,7 @@ struct FoundGraph {
   bool lenses_derived = false;
   Arithmetic implied = Arithmetic::fp32;  // what its initializers and ops imply
   std::string implied_by;                 // "float16 initializers", "MatMulInteger", "float32 throughout"
+  bool dequantize_linear = false;         // it has DequantizeLinear nodes
   size_t nodes = 0, initializers = 0;
   // The checkpoint's parameters that the patterns locate in the graph, each against the graph's: equal in
   // fp32, equal to the checkpoint's rounded to float16, within half a quantization step in int8.
