@@ -122,6 +122,14 @@ std::optional<std::pair<std::string, Dequantization>> dequantize_linear(const Gr
 
 constexpr DequantizationForm kDequantizationForms[] = {cast_times_scale, dequantize_linear};
 
+// The dequantization node `n` is, by the first form that recognises it.
+std::optional<std::pair<std::string, Dequantization>> dequantization_at(const GraphIndex& graph,
+                                                                       const onnx::NodeProto& n) {
+  for (DequantizationForm form : kDequantizationForms)
+    if (auto found = form(graph, n)) return found;
+  return std::nullopt;
+}
+
 }  // namespace
 
 GraphIndex::Stored GraphIndex::stored(const std::string& value) const {
@@ -131,14 +139,12 @@ GraphIndex::Stored GraphIndex::stored(const std::string& value) const {
   for (const onnx::NodeProto* n = producer(v); n; n = producer(v)) {
     const std::string& op = n->op_type();
     const int64_t to = int_attribute(*n, "to");
-    std::optional<std::pair<std::string, Dequantization>> dequantized;
-    for (DequantizationForm form : kDequantizationForms)
-      if (!dequantized && !s.dequantized) dequantized = form(*this, *n);  // one dequantization per constant
-    if (dequantized) {
-      s.dequantized = dequantized->second;
-      v = dequantized->first;
-      continue;
-    }
+    if (!s.dequantized)  // one dequantization per constant
+      if (const auto dequantized = dequantization_at(*this, *n)) {
+        s.dequantized = dequantized->second;
+        v = dequantized->first;
+        continue;
+      }
     if (op == "Transpose" && swaps_two_axes(*n)) s.transposed = !s.transposed;
     else if (!(op == "Identity" || (op == "Cast" && to == onnx::TensorProto::FLOAT)))
       break;
@@ -159,11 +165,7 @@ const onnx::TensorProto* GraphIndex::initializer(const std::string& value) const
 std::vector<std::pair<const onnx::TensorProto*, Dequantization>> GraphIndex::dequantized() const {
   std::vector<std::pair<const onnx::TensorProto*, Dequantization>> all;
   for (const onnx::NodeProto& n : g_.node())
-    for (DequantizationForm form : kDequantizationForms)
-      if (const auto found = form(*this, n)) {
-        all.emplace_back(initializer(found->first), found->second);
-        break;
-      }
+    if (const auto found = dequantization_at(*this, n)) all.emplace_back(initializer(found->first), found->second);
   return all;
 }
 

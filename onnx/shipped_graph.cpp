@@ -563,10 +563,14 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                           ort.graph_optimization);
     r.notes.push_back(fmt::format("candidate: {}: {} nodes, {} initializers; it declares {}: {}", file.string(),
                                   found.nodes, found.initializers, precision, implied_by));
-    r.notes.push_back(fmt::format("weights: {} of the checkpoint's parameters located in the graph ({} of them int8, "
-                                  "dequantized as the graph does), {} of them equal to the checkpoint's (fp32 exactly, "
-                                  "float16 rounded to nearest, int8 within half its channel's step{}){}",
-                                  found.weights_checked, found.weights_dequantized,
+    r.notes.push_back(fmt::format("weights: {} of the checkpoint's parameters located in the graph{}, {} of them equal "
+                                  "to the checkpoint's (fp32 exactly, float16 rounded to nearest, int8 within half its "
+                                  "channel's step{}){}",
+                                  found.weights_checked,
+                                  found.weights_dequantized
+                                      ? fmt::format(" ({} of them int8, read as the graph dequantizes them)",
+                                                    found.weights_dequantized)
+                                      : "",
                                   found.weights_checked - found.weight_problems.size(),
                                   found.implied == Arithmetic::w8a32
                                       ? fmt::format(" and w8a32's re-quantization of the checkpoint's, symmetric per "

@@ -380,8 +380,8 @@ TEST(ShippedGraphWeightOnlyInt8, TheSchemeIsReadFromTheGraphAndEveryInt8WeightIs
       << candidate;
   // 4 layers' 6 linear weights and the word and position tables.
   const std::string weights = note(r, "weights: ");
-  EXPECT_NE(weights.find("69 of the checkpoint's parameters located in the graph (26 of them int8, dequantized as "
-                         "the graph does), 69 of them equal"),
+  EXPECT_NE(weights.find("69 of the checkpoint's parameters located in the graph (26 of them int8, read as the "
+                         "graph dequantizes them), 69 of them equal"),
             std::string::npos)
       << weights;
 }
