@@ -181,9 +181,11 @@ std::optional<std::string> differs(const std::string& name, const Param& p, cons
       const double expected = w.tensor->data_type() == onnx::TensorProto::FLOAT16
                                   ? double(static_cast<_Float16>(float(want)))
                                   : want;
-      // int8: half a step of the channel, plus the fp32 rounding of w / scale before it is rounded to an
-      // integer (2^-24 of |w / scale| steps, doubled).
-      const double slack = w.dequantized ? 0.5 * g.step(at) + std::abs(want) * 0x1p-23 : 0.0;
+      // int8: half a step s of the channel, plus the fp32 rounding of w / s before it is rounded to an
+      // integer (|w| · 2^-24) and of the product q · s the graph dequantizes to (|q · s| · 2^-24, and
+      // |q · s| <= |w| + s / 2).
+      const double step = g.step(at);
+      const double slack = w.dequantized ? 0.5 * step * (1 + 0x1p-24) + std::abs(want) * 0x1p-23 : 0.0;
       const double d = std::abs(got - expected);
       if (!(d <= slack)) wrong = true;  // NaN never matches
       if (!std::isnan(worst) && !(d <= worst)) {  // the first NaN is the worst
