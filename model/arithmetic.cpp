@@ -15,7 +15,8 @@ namespace lenscheck {
 
 const std::vector<Arithmetic>& arithmetics() {
   static const std::vector<Arithmetic> all = {Arithmetic::fp32, Arithmetic::tf32, Arithmetic::bf16,
-                                              Arithmetic::fp16, Arithmetic::fp16_ort_cpu, Arithmetic::int8};
+                                              Arithmetic::fp16, Arithmetic::fp16_ort_cpu, Arithmetic::int8,
+                                              Arithmetic::w8a32};
   return all;
 }
 
@@ -27,6 +28,7 @@ std::string arithmetic_name(Arithmetic a) {
     case Arithmetic::fp16: return "fp16";
     case Arithmetic::fp16_ort_cpu: return "fp16-ort-cpu";
     case Arithmetic::int8: return "int8";
+    case Arithmetic::w8a32: return "w8a32";
   }
   return "?";
 }
@@ -63,6 +65,7 @@ Arithmetic declared_in_trace(const std::string& precision, const std::string& wh
       {{"bfloat16", "bf16-gpu"}, Arithmetic::bf16},
       {{"tensorfloat32", "tf32-gpu"}, Arithmetic::tf32},
       {{"q8", "qint8", "quint8", "int8-dynamic", "uint8"}, Arithmetic::int8},
+      {{"int8-weight-only", "weight-only-int8", "w8"}, Arithmetic::w8a32},
   };
   for (const auto& [names, a] : formats)
     for (const std::string& n : names)
@@ -82,6 +85,7 @@ Scheme scheme_of(Arithmetic a) {
     case Arithmetic::fp16: return {kBinary16, kBinary16, kBinary16, false, false};
     case Arithmetic::fp16_ort_cpu: return {kBinary16, kBinary32, kBinary32, false, true};
     case Arithmetic::int8: return {kBinary32, kBinary32, kBinary32, true, false};
+    case Arithmetic::w8a32: return {kBinary32, kBinary32, kBinary32, false, false, true};
   }
   throw std::logic_error("unknown arithmetic");
 }

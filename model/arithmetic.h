@@ -24,11 +24,15 @@ enum class Arithmetic {
                  // DynamicQuantizeLinear's scale and zero point in fp32) times int8 weights (per output
                  // channel, [-64, 64]) with exact integer sums, × (x_scale · w_scale) and + bias in fp32;
                  // fp32 elsewhere
+  w8a32,         // weight-only int8: every linear layer's weight and the word and position embedding tables
+                 // int8, symmetric per output channel (per token) in [-127, 127] (model/quantize.h),
+                 // dequantized to fp32 (q · scale, one rounding), as a graph's Cast · scale or
+                 // DequantizeLinear does; all arithmetic fp32
 };
 
 // Every scheme, in the order the README lists them.
 const std::vector<Arithmetic>& arithmetics();
-// "fp32", "tf32", "bf16", "fp16", "fp16-ort-cpu", "int8".
+// "fp32", "tf32", "bf16", "fp16", "fp16-ort-cpu", "int8", "w8a32".
 std::string arithmetic_name(Arithmetic arithmetic);
 // The names above; an InputError naming `where` (a flag, a trace file) and the known names otherwise.
 Arithmetic parse_arithmetic(const std::string& name, const std::string& where);
@@ -61,6 +65,8 @@ struct Scheme {
   // inputs and outputs, Q, K, V, context); the rest flow on in fp32 and are rounded to `stored` only as
   // the graph's outputs (Arithmetic::fp16_ort_cpu).
   bool fp32_between_casts;
+  // Weights int8 per output channel in [-127, 127], dequantized to fp32 before fp32 ops (Arithmetic::w8a32).
+  bool weight_only_int8 = false;
 };
 Scheme scheme_of(Arithmetic arithmetic);
 // The same graph rounded at the other set of op boundaries, where its format leaves a correct runtime

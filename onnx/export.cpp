@@ -153,7 +153,7 @@ class BertGraph {
       return b_.op("Add", {b_.op("MatMul", {x, wt}), bias_name}, name);
     }
     // quantize_dynamic's MatMulInteger form (model/quantize.h), B as [in, out].
-    const QuantizedWeight qw = quantize_per_channel(w);
+    const QuantizedWeight qw = quantize_per_channel(w, kInt8WeightLimit);
     const int64_t out = qw.out, in = qw.in;
     std::vector<int8_t> q(qw.values.size());
     for (int64_t o = 0; o < out; ++o)

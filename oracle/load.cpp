@@ -3,8 +3,10 @@
 // (Oracle::load_simulated), each value moved one step of its format under a rounding probe.
 #include "oracle/oracle.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "model/quantize.h"
 #include "model/seeded_rng.h"
@@ -39,6 +41,9 @@ double stored_in(const FloatFormat& f, float value, bool probe, bool up) {
   const double v = f.digits < kBinary32.digits ? round_to(f, value) : value;
   return probe ? step_in(f, v, up) : v;
 }
+
+// fp64 values rounded to the nearest fp32, held in fp64.
+torch::Tensor rounded_to_fp32(const torch::Tensor& x) { return x.to(torch::kFloat32).to(torch::kFloat64); }
 
 }  // namespace
 
@@ -97,32 +102,59 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
       out[i] = stored_in(f, p.values[i], m.rounding_probe, m.rounding_probe && (rng.next() & 1));
     return x;
   };
+  // A weight quantized per output channel in [-limit, limit]: its integers [out, in] and scales [out], the
+  // integers moved one quantization step under a probe (inwards at the range's ends).
+  auto quantized = [&](const Param& weight, int limit) {
+    const QuantizedWeight qw = quantize_per_channel(weight, limit);
+    auto q = torch::tensor(std::vector<int64_t>(qw.values.begin(), qw.values.end()), torch::kInt64)
+                 .view({qw.out, qw.in}).to(torch::kFloat64);
+    if (m.rounding_probe) {
+      q = torch::where(draws(q), q + 1, q - 1);
+      q = torch::where(q > limit, torch::full_like(q, limit - 1), q);
+      q = torch::where(q < -limit, torch::full_like(q, 1 - limit), q);
+    }
+    return std::pair{q, torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64)};
+  };
+  // w8a32's weights as the graph's Cast · scale (or DequantizeLinear) makes them: q · scale rounded to fp32.
+  auto dequantized = [&](const Param& weight) {
+    const auto [q, scales] = quantized(weight, kWeightOnlyInt8Limit);
+    return rounded_to_fp32(q * scales.unsqueeze(1));
+  };
   auto linear = [&](const Param& weight, const Param& bias) {
     SimulatedLinear l;
     l.b = stored(bias, values);
-    if (!m.scheme.quantized_linear) {
+    if (m.scheme.weight_only_int8) {
+      l.w = dequantized(weight);
+    } else if (m.scheme.quantized_linear) {
+      std::tie(l.q, l.scales) = quantized(weight, kInt8WeightLimit);
+    } else {
       l.w = stored(weight, weights);
-      return l;
     }
-    const QuantizedWeight qw = quantize_per_channel(weight);
-    l.q = torch::tensor(std::vector<int64_t>(qw.values.begin(), qw.values.end()), torch::kInt64)
-              .view({qw.out, qw.in}).to(torch::kFloat64);
-    if (m.rounding_probe) {  // one quantization step, inwards at the range's ends
-      const double limit = kInt8WeightLimit;
-      l.q = torch::where(draws(l.q), l.q + 1, l.q - 1);
-      l.q = torch::where(l.q > limit, torch::full_like(l.q, limit - 1), l.q);
-      l.q = torch::where(l.q < -limit, torch::full_like(l.q, 1 - limit), l.q);
-    }
-    l.scales = torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64);
     return l;
   };
-  // The word table's entries, the first values stored, are rounded and stepped as `stored` does, when read.
+  // The word table's entries, the first values stored, are rounded and stepped as `stored` does, when read;
+  // w8a32's are quantized per token as `dequantized` does, each row's scale kept.
   m.word_table = &w.word_embeddings;
-  m.word_value = [f = values, probe = m.rounding_probe](float value, uint64_t index) {
-    return stored_in(f, value, probe, probe && probe_up(probe, index));
-  };
+  if (m.scheme.weight_only_int8) {
+    const QuantizedWeight rows = quantize_per_channel(w.word_embeddings, kWeightOnlyInt8Limit);
+    m.word_value = [scales = rows.scales, D = w.word_embeddings.shape.at(1), probe = m.rounding_probe](
+                       float value, uint64_t index) {
+      const float scale = scales[index / uint64_t(D)];
+      const float limit = kWeightOnlyInt8Limit;
+      float q = std::clamp(std::nearbyint(value / scale), -limit, limit);
+      if (probe) {  // one quantization step, inwards at the range's ends, as `quantized` moves them
+        q += probe_up(probe, index) ? 1.f : -1.f;
+        q = q > limit ? limit - 1 : q < -limit ? 1 - limit : q;
+      }
+      return double(q * scale);  // one fp32 rounding, as the graph's Mul
+    };
+  } else {
+    m.word_value = [f = values, probe = m.rounding_probe](float value, uint64_t index) {
+      return stored_in(f, value, probe, probe && probe_up(probe, index));
+    };
+  }
   rng.skip(w.word_embeddings.values.size());
-  m.position = stored(w.position_embeddings, values);
+  m.position = m.scheme.weight_only_int8 ? dequantized(w.position_embeddings) : stored(w.position_embeddings, values);
   m.token_type = stored(w.token_type_embeddings, values);
   m.ln_g = stored(w.embeddings_ln_g, values);
   m.ln_b = stored(w.embeddings_ln_b, values);
@@ -132,7 +164,8 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     s.key = linear(L.key_w, L.key_b);
     s.value = linear(L.value_w, L.value_b);
     s.attention_out = linear(L.attention_out_w, L.attention_out_b);
-    s.lens_wo = m.scheme.quantized_linear ? stored(L.attention_out_w, kBinary32) : s.attention_out.w;
+    s.lens_wo = m.scheme.quantized_linear || m.scheme.weight_only_int8 ? stored(L.attention_out_w, kBinary32)
+                                                                      : s.attention_out.w;
     s.ln1_g = stored(L.attention_ln_g, values);
     s.ln1_b = stored(L.attention_ln_b, values);
     s.intermediate = linear(L.intermediate_w, L.intermediate_b);

@@ -34,8 +34,9 @@ class Oracle {
   // have no CPU kernels in libtorch and are simulated in fp64 as Higham and Pranesh's "chop" does (SIAM
   // J. Sci. Comput. 2019): every parameter stored in the format, every op computed in fp64 from inputs
   // in the format and its output rounded to it (model/arithmetic.h says which values each format rounds,
-  // int8 as ONNX Runtime's quantize_dynamic does). A rounding probe moves every stored parameter and
-  // LayerNorm output one step of the format it is stored in (one quantization step for int8 weights).
+  // int8 as ONNX Runtime's quantize_dynamic does, w8a32's weights re-quantized by model/quantize.h's rule
+  // and dequantized to fp32). A rounding probe moves every stored parameter and LayerNorm output one step
+  // of the format it is stored in (one quantization step for int8 weights).
   static Oracle computing_in(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
                              uint64_t rounding_probe = 0);
   // The simulated forward of computing_in for every scheme, fp32 included: what recompute_locally runs on.

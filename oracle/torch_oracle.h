@@ -28,7 +28,7 @@ struct TorchLayer {
   torch::Tensor wq, bq, wk, bk, wv, bv, wo, bo, ln1_g, ln1_b, wi, bi, wo2, bo2, ln2_g, ln2_b;
 };
 
-// A linear layer as the simulated arithmetic stores it: W [out, in] in the format, or for int8 the
+// A linear layer as the simulated arithmetic stores it: W [out, in] in the format (w8a32: dequantized), or for int8 the
 // quantized integers and per-channel scales of model/quantize.h.
 struct SimulatedLinear {
   torch::Tensor w, b;        // w: the format's values (int8: unused)
@@ -37,7 +37,7 @@ struct SimulatedLinear {
 
 struct SimulatedLayer {
   SimulatedLinear query, key, value, attention_out, intermediate, output;
-  torch::Tensor lens_wo;  // W_O as f(x) reads it: the format's values (int8: the fp32 weight, unquantized)
+  torch::Tensor lens_wo;  // W_O as f(x) reads it: the format's values (int8, w8a32: the fp32 weight, unquantized)
   torch::Tensor ln1_g, ln1_b, ln2_g, ln2_b;
 };
 

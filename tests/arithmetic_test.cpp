@@ -64,11 +64,12 @@ TEST(Arithmetic, StepsAsTheHardwareStepsBinary32) {
 
 TEST(Arithmetic, NamesTheKnownPrecisionsAndRefusesOthers) {
   EXPECT_EQ(parse_arithmetic("int8", "--precision"), Arithmetic::int8);
+  EXPECT_EQ(parse_arithmetic("w8a32", "--precision"), Arithmetic::w8a32);
   try {
     parse_arithmetic("fp8", "--precision");
     FAIL() << "fp8 accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.file(), "--precision");
-    EXPECT_NE(std::string(e.what()).find("fp32, tf32, bf16, fp16, fp16-ort-cpu, int8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fp32, tf32, bf16, fp16, fp16-ort-cpu, int8, w8a32"), std::string::npos) << e.what();
   }
 }
