@@ -34,13 +34,22 @@ onnx::ModelProto read_model(const std::filesystem::path& file) {
 }
 
 // What the graph computes in, as its tensors and ops say: int8 where a linear layer is quantized, fp16 where
-// the initializers are float16, fp32 otherwise.
+// the initializers are float16 (fused where ONNX Runtime's transformer optimizer fused it), fp32 otherwise.
 std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g) {
   for (const onnx::NodeProto& n : g.node())
     if (n.op_type() == "MatMulInteger" || n.op_type() == "DynamicQuantizeLinear")
       return {Arithmetic::int8, fmt::format("its linear layers are quantized ({} nodes)", n.op_type())};
   for (const onnx::TensorProto& t : g.initializer())
-    if (t.data_type() == onnx::TensorProto::FLOAT16) return {Arithmetic::fp16_ort_cpu, "its initializers are float16"};
+    if (t.data_type() == onnx::TensorProto::FLOAT16) {
+      for (const onnx::NodeProto& n : g.node())
+        if (n.domain() == "com.microsoft" &&
+            (n.op_type() == "Attention" || n.op_type() == "SkipLayerNormalization" ||
+             n.op_type() == "EmbedLayerNormalization"))
+          return {Arithmetic::fp16_ort_fused,
+                  fmt::format("its initializers are float16 and ONNX Runtime's optimizer fused it ({} nodes)",
+                              n.op_type())};
+      return {Arithmetic::fp16_ort_cpu, "its initializers are float16"};
+    }
   return {Arithmetic::fp32, "its initializers are float32 and no layer is quantized"};
 }
 
@@ -73,13 +82,18 @@ std::vector<double> values_of(const onnx::TensorProto& t, const onnx::TensorProt
 // One parameter of the checkpoint against the graph's: equal in fp32, equal once rounded to the
 // nearest float16, or within half a quantization step of its channel (quantize_dynamic rounds each weight
 // to the nearest multiple of its channel's scale). `transposed`: the graph holds W[in, out] of the
-// checkpoint's W[out, in]. Returns the problem, or nothing.
+// checkpoint's W[out, in]. `first`: the parameter's first output channel in the graph's tensor, which may
+// hold others beside it (a packed Q, K and V). Returns the problem, or nothing.
 std::optional<std::string> differs(const std::string& name, const Param& p, const onnx::TensorProto& t,
-                                   const onnx::TensorProto* scale, bool transposed) {
+                                   const onnx::TensorProto* scale, bool transposed, int64_t first) {
   const std::vector<double> g = values_of(t, scale);
-  if (g.size() != p.values.size())
-    return fmt::format("{} has {} values in the graph, {} in the checkpoint", name, g.size(), p.values.size());
   const size_t out = p.shape.size() == 2 ? size_t(p.shape[0]) : 1, in = p.values.size() / out;
+  // The graph's output channels: a matrix's (its [in, out] or [out, in] axis), a vector's elements.
+  const size_t channels = p.shape.size() != 2 ? g.size() : t.dims_size() != 2 ? 0 : size_t(t.dims(transposed ? 1 : 0));
+  const size_t rows = p.shape.size() == 2 ? out : in, offset = size_t(first);
+  if (channels == 0 || g.size() != channels * (p.values.size() / rows) || offset + rows > channels)
+    return fmt::format("{} has {} values in the graph{}, {} in the checkpoint", name, g.size(),
+                       first ? fmt::format(" (from channel {})", first) : "", p.values.size());
   const std::vector<double> scales = scale ? values_of(*scale, nullptr) : std::vector<double>{};
   if (scale && scales.size() != out)
     return fmt::format("{} has {} scales in the graph for {} output channels", name, scales.size(), out);
@@ -88,9 +102,15 @@ std::optional<std::string> differs(const std::string& name, const Param& p, cons
   bool wrong = false;
   for (size_t o = 0; o < out; ++o)
     for (size_t i = 0; i < in; ++i) {
-      const double want = p.values[o * in + i], got = g[transposed ? i * out + o : o * in + i];
-      const double expected = t.data_type() == onnx::TensorProto::FLOAT16 ? double(static_cast<_Float16>(float(want)))
-                                                                           : want;
+      const size_t stored = p.shape.size() != 2 ? offset + i
+                            : transposed         ? i * channels + offset + o
+                                                 : (offset + o) * in + i;
+      const double want = p.values[o * in + i], got = g[stored];
+      const bool half = t.data_type() == onnx::TensorProto::FLOAT16;
+      double expected = half ? double(static_cast<_Float16>(float(want))) : want;
+      // onnxruntime.transformers' float16 conversion raises a nonzero weight under float16's smallest
+      // subnormal, 2^-24, to it rather than rounding it to 0 or 2^-24 (float16.py, min_positive_val).
+      if (half && want != 0 && std::abs(want) < 0x1p-24 && got == std::copysign(0x1p-24, want)) expected = got;
       // int8: half a step of the channel, plus the fp32 rounding of w / scale before it is rounded to an
       // integer (2^-24 of |w / scale| steps, doubled).
       const double slack = scale ? 0.5 * scales[o] + std::abs(want) * 0x1p-23 : 0.0;
@@ -181,30 +201,39 @@ struct Found {
 };
 
 // Every parameter the graph's patterns locate, against the checkpoint's; where the FFN's second linear
-// layer is found, its input is the activation's output: the layer's intermediate.
+// layer is found, its input is the activation's output: the layer's intermediate. `fused`: each layer's
+// com.microsoft.Attention op, where the graph has one per layer.
 void check_weights(const GraphIndex& graph, const BertConfig& config, const BertWeights& w,
-                   const std::vector<Norm>& norms, Found& found, FoundGraph& f) {
+                   const std::vector<Norm>& norms, const std::vector<const onnx::NodeProto*>& fused, Found& found,
+                   FoundGraph& f) {
   auto check = [&](const std::string& name, const Param& p, const onnx::TensorProto* t,
-                   const onnx::TensorProto* scale, bool transposed) {
+                   const onnx::TensorProto* scale, bool transposed, int64_t first = 0) {
     if (!t) {
       f.weights_not_found.push_back(name);
       return;
     }
     ++f.weights_checked;
-    if (const std::optional<std::string> problem = differs(name, p, *t, scale, transposed))
+    if (const std::optional<std::string> problem = differs(name, p, *t, scale, transposed, first))
       f.weight_problems.push_back(*problem);
   };
   auto check_linear = [&](const std::string& prefix, const std::optional<Linear>& lin, const Param& weight,
                           const Param& bias) {
-    check(prefix + ".weight", weight, lin ? lin->weight : nullptr, lin ? lin->scale : nullptr, lin && lin->in_out);
-    check(prefix + ".bias", bias, lin ? lin->bias : nullptr, nullptr, false);
+    const int64_t first = lin ? lin->first_channel : 0;
+    check(prefix + ".weight", weight, lin ? lin->weight : nullptr, lin ? lin->scale : nullptr, lin && lin->in_out,
+          first);
+    check(prefix + ".bias", bias, lin ? lin->bias : nullptr, nullptr, false, first);
   };
-  // The embedding tables, by the shapes their Gathers and Slices read.
+  // The embedding tables, by the shapes of what reads them: Gather and Slice's first input, ONNX Runtime's
+  // EmbedLayerNormalization's three tables.
   std::map<int64_t, const onnx::TensorProto*> tables;  // rows → table
+  auto table_read = [&](const std::string& value) {
+    if (const onnx::TensorProto* t = graph.initializer(value))
+      if (t->dims_size() == 2 && t->dims(1) == config.hidden_size) tables[t->dims(0)] = t;
+  };
   for (const char* op : {"Gather", "Slice"})
-    for (const onnx::NodeProto* n : graph.nodes(op))
-      if (const onnx::TensorProto* t = graph.initializer(n->input(0)))
-        if (t->dims_size() == 2 && t->dims(1) == config.hidden_size) tables[t->dims(0)] = t;
+    for (const onnx::NodeProto* n : graph.nodes(op)) table_read(n->input(0));
+  for (const onnx::NodeProto* n : graph.nodes("EmbedLayerNormalization"))
+    for (int i = 2; i < std::min(5, n->input_size()); ++i) table_read(n->input(i));
   auto table = [&](int64_t rows) { return tables.count(rows) ? tables[rows] : nullptr; };
   check("embeddings.word_embeddings.weight", w.word_embeddings, table(config.vocab_size), nullptr, false);
   check("embeddings.position_embeddings.weight", w.position_embeddings, table(config.max_position_embeddings), nullptr,
@@ -216,19 +245,25 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
     check(prefix + ".bias", bias, at < norms.size() ? norms[at].bias : nullptr, nullptr, false);
   };
   norm("embeddings.LayerNorm", 0, w.embeddings_ln_g, w.embeddings_ln_b);
-  // The residual's Add before a LayerNorm: which of its two inputs a linear layer makes.
-  auto linear_into = [&](size_t at) -> std::optional<Linear> {
-    if (at >= norms.size()) return std::nullopt;
-    const onnx::NodeProto* add = graph.made_by(norms[at].input, "Add");
-    for (int i = 0; add && i < add->input_size(); ++i)
-      if (std::optional<Linear> lin = linear_behind(graph, add->input(i))) return lin;
-    return std::nullopt;
-  };
+  auto linear_into = [&](size_t at) { return at < norms.size() ? norms[at].after : std::nullopt; };
   for (int l = 0; l < config.num_hidden_layers; ++l) {
     const LayerWeights& L = w.layers[size_t(l)];
     const std::string hf = fmt::format("encoder.layer.{}.", l);
-    // Q, K, V: the linear layer behind the Reshape that splits its output into heads.
+    // Q, K, V: the linear layer behind the Reshape that splits its output into heads, or a third of an
+    // Attention op's packed weight and bias (Q, K, V in that order); not located where its qkv_hidden_sizes
+    // splits them otherwise.
     auto projection = [&](LT tensor) -> std::optional<Linear> {
+      if (!fused.empty()) {
+        const onnx::NodeProto& a = *fused[size_t(l)];
+        for (const onnx::AttributeProto& sizes : a.attribute())
+          if (sizes.name() == "qkv_hidden_sizes")
+            for (int64_t size : sizes.ints())
+              if (size != config.hidden_size) return std::nullopt;
+        const int64_t which = tensor == LT::query ? 0 : tensor == LT::key ? 1 : 2;
+        return Linear{.input = a.input(0), .weight = graph.initializer(a.input(1)),
+                      .bias = a.input_size() > 2 ? graph.initializer(a.input(2)) : nullptr,
+                      .first_channel = which * config.hidden_size};
+      }
       const auto it = found.split.find(trace_name(l, tensor));
       const onnx::NodeProto* r = it == found.split.end() ? nullptr : graph.made_by(it->second, "Reshape");
       return r ? linear_behind(graph, r->input(0)) : std::nullopt;
@@ -297,6 +332,7 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   const BertConfig& config = ck.config;
   onnx::ModelProto model = read_model(file);
   onnx::GraphProto& g = *model.mutable_graph();
+  name_skip_sums(g);
   FoundGraph f;
   f.nodes = size_t(g.node_size());
   f.initializers = size_t(g.initializer_size());
@@ -312,9 +348,21 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   const std::vector<const onnx::NodeProto*> softmaxes = graph.nodes("Softmax");
   const std::vector<const onnx::NodeProto*> attention_ops = graph.nodes("Attention");
   std::string attention_why;
-  if (!attention_ops.empty())
-    attention_why = fmt::format("inside {}.Attention, which hides the scores, probabilities and context",
+  if (attention_ops.size() == size_t(L)) {
+    attention_why = fmt::format("inside {}.Attention (ONNX Runtime's fused attention), which hides the queries, keys, "
+                                "values, scores and probabilities",
                                 attention_ops.front()->domain());
+    for (int l = 0; l < L; ++l) {
+      const onnx::NodeProto& a = *attention_ops[size_t(l)];
+      if (const int64_t heads = int_attribute(a, "num_heads"); heads != config.num_attention_heads)
+        throw InputError(file, fmt::format("the graph's Attention op {} splits layer {} into {} heads; the checkpoint "
+                                           "has {}",
+                                           a.name(), l, heads, config.num_attention_heads));
+      found.values[trace_name(l, LT::context)] = a.output(0);
+    }
+  } else if (!attention_ops.empty())
+    attention_why = fmt::format("{} {}.Attention ops for {} layers: the attention is not recognised",
+                                attention_ops.size(), attention_ops.front()->domain(), L);
   else if (softmaxes.size() != size_t(L))
     attention_why = fmt::format("{} Softmax nodes for {} layers: the attention is not recognised", softmaxes.size(), L);
   else
@@ -338,13 +386,15 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   if (norms_why.empty()) {
     found.values[kEmbeddingsOutput] = norms[0].output;
     for (int l = 0; l < L; ++l) {
-      found.values.emplace(trace_name(l, LT::attention_pre_norm), norms[size_t(1 + 2 * l)].input);
+      if (!norms[size_t(1 + 2 * l)].input.empty())
+        found.values.emplace(trace_name(l, LT::attention_pre_norm), norms[size_t(1 + 2 * l)].input);
       found.values.emplace(trace_name(l, LT::attention_output), norms[size_t(1 + 2 * l)].output);
       found.values.emplace(trace_name(l, LT::output), norms[size_t(2 + 2 * l)].output);
     }
   }
 
-  check_weights(graph, config, ck.weights, norms_why.empty() ? norms : std::vector<Norm>{}, found, f);
+  check_weights(graph, config, ck.weights, norms_why.empty() ? norms : std::vector<Norm>{},
+                attention_ops.size() == size_t(L) ? attention_ops : std::vector<const onnx::NodeProto*>{}, found, f);
 
   // The lens tensors are derived from every layer's value and probs, where the graph gives them; the
   // residual lens also from its context and input.
