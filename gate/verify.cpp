@@ -181,6 +181,7 @@ TraceComparison Judge::judge(const Trace& candidate, const References& refs,
     const oracle::Oracle::LocalReferences local = oracles_->local->recompute_locally(candidate, kRoundingProbes);
     std::vector<const Trace*> spread = {&local.fp32};
     for (const Trace& p : local.probes) spread.push_back(&p);
+    if (local.fused) spread.push_back(&*local.fused);
     judge_locally(c, candidate, local.exact, spread, tolerances_, scheme_of(arithmetic_), local.spans);
   } catch (const oracle::OracleError& e) {
     throw InputError(checkpoint_.dir, e.what());

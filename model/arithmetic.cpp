@@ -15,8 +15,8 @@ namespace lenscheck {
 
 const std::vector<Arithmetic>& arithmetics() {
   static const std::vector<Arithmetic> all = {Arithmetic::fp32, Arithmetic::tf32, Arithmetic::bf16,
-                                              Arithmetic::fp16, Arithmetic::fp16_ort_cpu, Arithmetic::int8,
-                                              Arithmetic::w8a32};
+                                              Arithmetic::fp16, Arithmetic::fp16_ort_cpu, Arithmetic::fp16_ort_fused,
+                                              Arithmetic::int8, Arithmetic::w8a32};
   return all;
 }
 
@@ -27,6 +27,7 @@ std::string arithmetic_name(Arithmetic a) {
     case Arithmetic::bf16: return "bf16";
     case Arithmetic::fp16: return "fp16";
     case Arithmetic::fp16_ort_cpu: return "fp16-ort-cpu";
+    case Arithmetic::fp16_ort_fused: return "fp16-ort-fused";
     case Arithmetic::int8: return "int8";
     case Arithmetic::w8a32: return "w8a32";
   }
@@ -79,20 +80,21 @@ Arithmetic declared_in_trace(const std::string& precision, const std::string& wh
 
 Scheme scheme_of(Arithmetic a) {
   switch (a) {
-    case Arithmetic::fp32: return {kBinary32, kBinary32, kBinary32, false, false};
-    case Arithmetic::tf32: return {kBinary32, kBinary32, kTensorFloat32, false, false};
-    case Arithmetic::bf16: return {kBfloat16, kBfloat16, kBfloat16, false, false};
-    case Arithmetic::fp16: return {kBinary16, kBinary16, kBinary16, false, false};
-    case Arithmetic::fp16_ort_cpu: return {kBinary16, kBinary32, kBinary32, false, true};
-    case Arithmetic::int8: return {kBinary32, kBinary32, kBinary32, true, false};
-    case Arithmetic::w8a32: return {kBinary32, kBinary32, kBinary32, false, false, true};
+    case Arithmetic::fp32: return {kBinary32, kBinary32, kBinary32, false, false, false, false};
+    case Arithmetic::tf32: return {kBinary32, kBinary32, kTensorFloat32, false, false, false, false};
+    case Arithmetic::bf16: return {kBfloat16, kBfloat16, kBfloat16, false, false, false, false};
+    case Arithmetic::fp16: return {kBinary16, kBinary16, kBinary16, false, false, false, false};
+    case Arithmetic::fp16_ort_cpu: return {kBinary16, kBinary32, kBinary32, false, true, false, false};
+    case Arithmetic::fp16_ort_fused: return {kBinary16, kBinary32, kBinary32, false, true, false, true};
+    case Arithmetic::int8: return {kBinary32, kBinary32, kBinary32, true, false, false, false};
+    case Arithmetic::w8a32: return {kBinary32, kBinary32, kBinary32, false, false, true, false};
   }
   throw std::logic_error("unknown arithmetic");
 }
 
 std::optional<Arithmetic> other_rounding(Arithmetic a) {
   if (a == Arithmetic::fp16) return Arithmetic::fp16_ort_cpu;
-  if (a == Arithmetic::fp16_ort_cpu) return Arithmetic::fp16;
+  if (a == Arithmetic::fp16_ort_cpu || a == Arithmetic::fp16_ort_fused) return Arithmetic::fp16;
   return std::nullopt;
 }
 

@@ -20,6 +20,12 @@ enum class Arithmetic {
                  // float16 kernels keep them (Gather, Reshape, Transpose, LayerNormalization: the
                  // embeddings, every LayerNorm's input and output, the heads' Q, K, V and the context),
                  // every other op in fp32 between the casts it inserts, its outputs cast to fp16
+  fp16_ort_fused,  // an fp16 graph fused by ONNX Runtime's transformer optimizer, on its CPU provider: as
+                   // fp16_ort_cpu, or with its fused ops (Attention, SkipLayerNormalization,
+                   // EmbedLayerNormalization, BiasGelu) computing in fp32 between the casts of their inputs
+                   // and outputs (Q, K, V and the LayerNorms' inputs not stored, their constants fp32's) and
+                   // the MatMuls apart from them storing their products before the bias: the local verdict's
+                   // spread holds both (Oracle::LocalReferences::fused)
   int8,          // ONNX Runtime's quantize_dynamic: linear layers as uint8 activations (per tensor,
                  // DynamicQuantizeLinear's scale and zero point in fp32) times int8 weights (per output
                  // channel, [-64, 64]) with exact integer sums, × (x_scale · w_scale) and + bias in fp32;
@@ -32,7 +38,7 @@ enum class Arithmetic {
 
 // Every scheme, in the order the README lists them.
 const std::vector<Arithmetic>& arithmetics();
-// "fp32", "tf32", "bf16", "fp16", "fp16-ort-cpu", "int8", "w8a32".
+// "fp32", "tf32", "bf16", "fp16", "fp16-ort-cpu", "fp16-ort-fused", "int8", "w8a32".
 std::string arithmetic_name(Arithmetic arithmetic);
 // The names above; an InputError naming `where` (a flag, a trace file) and the known names otherwise.
 Arithmetic parse_arithmetic(const std::string& name, const std::string& where);
@@ -66,12 +72,13 @@ struct Scheme {
   // the graph's outputs (Arithmetic::fp16_ort_cpu).
   bool fp32_between_casts;
   // Weights int8 per output channel in [-127, 127], dequantized to fp32 before fp32 ops (Arithmetic::w8a32).
-  bool weight_only_int8 = false;
+  bool weight_only_int8;
+  bool fused_ops;  // ONNX Runtime's fused transformer ops may round elsewhere (Arithmetic::fp16_ort_fused)
 };
 Scheme scheme_of(Arithmetic arithmetic);
 // The same graph rounded at the other set of op boundaries, where its format leaves a correct runtime
-// that freedom: fp16 (every op's output rounded to binary16) and fp16-ort-cpu (fused chains kept in fp32
-// between casts) are the two ends of an fp16 graph's executions. None for the other schemes.
+// that freedom: fp16 (every op's output rounded to binary16) and fp16-ort-cpu or fp16-ort-fused (chains
+// kept in fp32 between casts) are the two ends of an fp16 graph's executions. None for the other schemes.
 std::optional<Arithmetic> other_rounding(Arithmetic arithmetic);
 // The spacing of `format` relative to a value's size: 2^(1 - digits) (FLT_EPSILON for binary32).
 double relative_spacing(const FloatFormat& format);

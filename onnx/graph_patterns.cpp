@@ -246,11 +246,13 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
     std::vector<std::string> next;
     for (const std::string& v : frontier) {
       std::optional<Linear> lin = linear_behind(graph, v);
-      // ONNX Runtime's BiasGelu(MatMul(x, W), b): the bias fused into the activation.
-      if (const onnx::NodeProto* bias_gelu = graph.made_by(v, "BiasGelu"))
-        if (const onnx::NodeProto* mm = graph.made_by(bias_gelu->input(0), "MatMul"))
-          lin = Linear{.input = mm->input(0), .weight = graph.initializer(mm->input(1)),
-                       .bias = graph.initializer(bias_gelu->input(1))};
+      // ONNX Runtime's BiasGelu(MatMul(x, W), b) and FastGelu(MatMul(x, W), b): the bias fused into the
+      // activation.
+      for (const char* op : {"BiasGelu", "FastGelu"})
+        if (const onnx::NodeProto* gelu = graph.made_by(v, op); gelu && gelu->input_size() > 1)
+          if (const onnx::NodeProto* mm = graph.made_by(gelu->input(0), "MatMul"))
+            lin = Linear{.input = mm->input(0), .weight = graph.initializer(mm->input(1)),
+                         .bias = graph.initializer(gelu->input(1))};
       if (lin && lin->weight && lin->bias && lin->weight->dims_size() == 2 &&
           lin->weight->dims(lin->in_out ? 0 : 1) == in && lin->weight->dims(lin->in_out ? 1 : 0) == out)
         return lin;
@@ -319,7 +321,7 @@ std::optional<Norm> scaled_and_shifted(const GraphIndex& graph, const onnx::Node
   const auto [mul, gain] = affine(graph, normalized, "Mul");
   const auto [add, bias] = mul ? affine(graph, mul->output(0), "Add") : std::pair{nullptr, nullptr};
   if (!add) return std::nullopt;
-  return Norm{mean.input(0), add->output(0), gain, bias};
+  return Norm{.input = mean.input(0), .output = add->output(0), .gain = gain, .bias = bias};
 }
 
 // LayerNorm forms, each from the node it anchors at. One recogniser per form.
@@ -327,8 +329,9 @@ using NormForm = std::optional<Norm> (*)(const GraphIndex&, const onnx::NodeProt
 
 // LayerNormalization: opset 17's op (torch.onnx writes it from opset 17), ONNX Runtime's fusion.
 std::optional<Norm> layer_normalization(const GraphIndex& graph, const onnx::NodeProto& n) {
-  return Norm{n.input(0), n.output(0), n.input_size() > 1 ? graph.initializer(n.input(1)) : nullptr,
-              n.input_size() > 2 ? graph.initializer(n.input(2)) : nullptr};
+  return Norm{.input = n.input(0), .output = n.output(0),
+              .gain = n.input_size() > 1 ? graph.initializer(n.input(1)) : nullptr,
+              .bias = n.input_size() > 2 ? graph.initializer(n.input(2)) : nullptr};
 }
 
 // torch.onnx at opsets below 17 (nn.LayerNorm and F.layer_norm alike), and LayerNorm written by hand:
@@ -365,11 +368,32 @@ std::optional<Norm> folded_scale(const GraphIndex& graph, const onnx::NodeProto&
       for (const onnx::NodeProto* add : graph.readers(sub->output(0), "Add")) {
         const onnx::NodeProto* xs = graph.made_by(other(*add, sub->output(0)), "Mul");
         if (xs && other(*xs, s) == mean.input(0) && (xs->input(0) == s || xs->input(1) == s))
-          return Norm{mean.input(0), add->output(0), gain, bias};
+          return Norm{.input = mean.input(0), .output = add->output(0), .gain = gain, .bias = bias};
       }
     }
   }
   return std::nullopt;
+}
+
+// ONNX Runtime's SkipLayerNormalization(x, skip, γ, β[, bias]): LayerNorm(x + skip + bias), the linear
+// layer's bias fused in where the fifth input is there; its sum the fourth output (name_skip_sums).
+std::optional<Norm> skip_layer_normalization(const GraphIndex& graph, const onnx::NodeProto& n) {
+  if (n.input_size() < 4) return std::nullopt;
+  Norm norm{.input = n.output_size() > 3 ? n.output(3) : "", .output = n.output(0),
+            .gain = graph.initializer(n.input(2)), .bias = graph.initializer(n.input(3))};
+  const onnx::TensorProto* bias = n.input_size() > 4 ? graph.initializer(n.input(4)) : nullptr;
+  for (int i = 0; i < 2 && !norm.after; ++i) {
+    norm.after = bias ? matmul(graph, n.input(i)) : linear_behind(graph, n.input(i));
+    if (norm.after && bias) norm.after->bias = bias;
+  }
+  return norm;
+}
+
+// ONNX Runtime's EmbedLayerNormalization(ids, segments, word, position, segment tables, γ, β, …): the
+// embeddings' sum and LayerNorm in one op, the sum never a value of the graph.
+std::optional<Norm> embed_layer_normalization(const GraphIndex& graph, const onnx::NodeProto& n) {
+  if (n.input_size() < 7) return std::nullopt;
+  return Norm{.output = n.output(0), .gain = graph.initializer(n.input(5)), .bias = graph.initializer(n.input(6))};
 }
 
 struct NormRecogniser {
@@ -377,9 +401,19 @@ struct NormRecogniser {
   NormForm form;
 };
 constexpr NormRecogniser kNormForms[] = {{"LayerNormalization", layer_normalization},
+                                         {"SkipLayerNormalization", skip_layer_normalization},
+                                         {"EmbedLayerNormalization", embed_layer_normalization},
                                          {"ReduceMean", divided_by_deviation},
                                          {"ReduceMean", times_inverse_deviation},
                                          {"ReduceMean", folded_scale}};
+
+// The linear layer whose output the residual's Add before a LayerNorm adds: one of the Add's two inputs.
+std::optional<Linear> residual_linear(const GraphIndex& graph, const std::string& sum) {
+  const onnx::NodeProto* add = graph.made_by(sum, "Add");
+  for (int i = 0; add && i < add->input_size(); ++i)
+    if (std::optional<Linear> lin = linear_behind(graph, add->input(i))) return lin;
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -389,10 +423,19 @@ std::vector<Norm> norms_of(const GraphIndex& graph, const onnx::GraphProto& g) {
     for (const NormRecogniser& r : kNormForms)
       if (n.op_type() == r.anchor)
         if (std::optional<Norm> norm = r.form(graph, n)) {
+          if (!norm->after && !norm->input.empty()) norm->after = residual_linear(graph, norm->input);
           norms.push_back(*norm);
           break;
         }
   return norms;
+}
+
+void name_skip_sums(onnx::GraphProto& g) {
+  for (onnx::NodeProto& n : *g.mutable_node())
+    if (n.op_type() == "SkipLayerNormalization") {
+      while (n.output_size() < 4) n.add_output("");  // "": an optional output not computed
+      if (n.output(3).empty()) n.set_output(3, n.output(0) + "/lenscheck_input_skip_bias_sum");
+    }
 }
 
 }  // namespace lenscheck::onnx_export

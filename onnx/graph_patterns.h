@@ -59,13 +59,16 @@ int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, int64_t
 
 // A linear layer: its input x, weight (float, float16 or int8), how an int8 weight is dequantized, its bias,
 // and whether the graph holds the weight as MatMul's W[in, out] (not nn.Linear's [out, in] behind a
-// Transpose, or Gemm's with transB).
+// Transpose, or Gemm's with transB). Where one weight and bias hold several layers side by side (ONNX
+// Runtime's Attention packs Q, K and V into W[in, 3·out]), `first_channel` is this layer's first output
+// channel in them.
 struct Linear {
   std::string input;
   const onnx::TensorProto* weight = nullptr;
   std::optional<Dequantization> dequantized = std::nullopt;
   const onnx::TensorProto* bias = nullptr;
   bool in_out = true;
+  int64_t first_channel = 0;
 };
 
 // The linear layer whose output (after its bias) is `value`, if one of the forms is there.
@@ -76,13 +79,21 @@ std::optional<Linear> linear_behind(const GraphIndex& graph, const std::string& 
 // GELU, F.gelu's or written out, put it 2 producers back; 12 leaves room for longer activations).
 std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, int64_t in, int64_t out);
 
-// A LayerNorm: its input, output, gain γ and bias β.
+// A LayerNorm: its input (empty where the graph computes none apart: ONNX Runtime's EmbedLayerNormalization),
+// output, gain γ and bias β, and the linear layer whose output the residual adds into its input, where one
+// does (each encoder layer's attention output and FFN output).
 struct Norm {
-  std::string input, output;
-  const onnx::TensorProto *gain, *bias;
+  std::string input{}, output{};
+  const onnx::TensorProto* gain = nullptr;
+  const onnx::TensorProto* bias = nullptr;
+  std::optional<Linear> after{};
 };
 
 // Every LayerNorm in graph order (of the node each recogniser anchors at).
 std::vector<Norm> norms_of(const GraphIndex& graph, const onnx::GraphProto& g);
+
+// ONNX Runtime's SkipLayerNormalization computes its input, the residual sum, only as an optional fourth
+// output: names it where the graph does not, so that the sum is a value a copy can output.
+void name_skip_sums(onnx::GraphProto& g);
 
 }  // namespace lenscheck::onnx_export

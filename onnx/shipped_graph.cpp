@@ -95,7 +95,16 @@ std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g,
     return {Arithmetic::w8a32, "its weights are " + rule + ", every op fp32"};
   }
   for (const onnx::TensorProto& t : g.initializer())
-    if (t.data_type() == onnx::TensorProto::FLOAT16) return {Arithmetic::fp16_ort_cpu, "its initializers are float16"};
+    if (t.data_type() == onnx::TensorProto::FLOAT16) {
+      for (const onnx::NodeProto& n : g.node())
+        if (n.domain() == "com.microsoft" &&
+            (n.op_type() == "Attention" || n.op_type() == "SkipLayerNormalization" ||
+             n.op_type() == "EmbedLayerNormalization"))
+          return {Arithmetic::fp16_ort_fused,
+                  fmt::format("its initializers are float16 and ONNX Runtime's optimizer fused it ({} nodes)",
+                              n.op_type())};
+      return {Arithmetic::fp16_ort_cpu, "its initializers are float16"};
+    }
   return {Arithmetic::fp32, "its initializers are float32 and no layer is quantized"};
 }
 
@@ -149,12 +158,14 @@ GraphValues values_of(const onnx::TensorProto& t, const std::optional<Dequantiza
   return g;
 }
 
-// A located weight: the tensor, how the graph dequantizes it, and whether the graph holds W[in, out] of the
-// checkpoint's W[out, in].
+// A located weight: the tensor, how the graph dequantizes it, whether the graph holds W[in, out] of the
+// checkpoint's W[out, in], and the parameter's first output channel in the tensor, which may hold others
+// beside it (a packed Q, K and V).
 struct GraphWeight {
   const onnx::TensorProto* tensor = nullptr;
   std::optional<Dequantization> dequantized = std::nullopt;
   bool transposed = false;
+  int64_t first_channel = 0;
 };
 
 // One parameter of the checkpoint against the graph's: equal in fp32, equal once rounded to the
@@ -164,10 +175,18 @@ struct GraphWeight {
 // Returns the problem, or nothing.
 std::optional<std::string> differs(const std::string& name, const Param& p, const GraphWeight& w, bool w8a32) {
   const GraphValues g = values_of(*w.tensor, w.dequantized);
-  if (g.values.size() != p.values.size())
-    return fmt::format("{} has {} values in the graph, {} in the checkpoint", name, g.values.size(), p.values.size());
-  const size_t out = p.shape.size() == 2 ? size_t(p.shape[0]) : 1, in = p.values.size() / out;
-  auto graph_index = [&](size_t o, size_t i) { return w.transposed ? i * out + o : o * in + i; };
+  const bool matrix = p.shape.size() == 2;
+  const size_t out = matrix ? size_t(p.shape[0]) : 1, in = p.values.size() / out, first = size_t(w.first_channel);
+  // The tensor's output channels: a matrix's [in, out] or [out, in] axis, a vector's elements.
+  const size_t channels = !matrix                      ? g.values.size()
+                          : w.tensor->dims_size() == 2 ? size_t(w.tensor->dims(w.transposed ? 1 : 0))
+                                                       : 0;
+  if (channels == 0 || g.values.size() != channels * (matrix ? in : 1) || first + (matrix ? out : in) > channels)
+    return fmt::format("{} has {} values in the graph{}, {} in the checkpoint", name, g.values.size(),
+                       first ? fmt::format(" (from channel {})", first) : "", p.values.size());
+  auto graph_index = [&](size_t o, size_t i) {
+    return !matrix ? first + i : w.transposed ? i * channels + first + o : (first + o) * in + i;
+  };
   auto where = [&](size_t o, size_t i) {
     return p.shape.size() == 2 ? fmt::format("[{}, {}]", o, i) : fmt::format("[{}]", i);
   };
@@ -178,9 +197,11 @@ std::optional<std::string> differs(const std::string& name, const Param& p, cons
     for (size_t i = 0; i < in; ++i) {
       const size_t at = graph_index(o, i);
       const double want = p.values[o * in + i], got = g.values[at];
-      const double expected = w.tensor->data_type() == onnx::TensorProto::FLOAT16
-                                  ? double(static_cast<_Float16>(float(want)))
-                                  : want;
+      const bool half = w.tensor->data_type() == onnx::TensorProto::FLOAT16;
+      double expected = half ? double(static_cast<_Float16>(float(want))) : want;
+      // onnxruntime.transformers' float16 conversion raises a nonzero weight under float16's smallest
+      // subnormal, 2^-24, to it rather than rounding it to 0 or 2^-24 (float16.py, min_positive_val).
+      if (half && want != 0 && std::abs(want) < 0x1p-24 && got == std::copysign(0x1p-24, want)) expected = got;
       // int8: half a step s of the channel, plus the fp32 rounding of w / s before it is rounded to an
       // integer (|w| · 2^-24) and of the product q · s the graph dequantizes to (|q · s| · 2^-24, and
       // |q · s| <= |w| + s / 2).
@@ -324,9 +345,11 @@ struct Found {
 };
 
 // Every parameter the graph's patterns locate, against the checkpoint's; where the FFN's second linear
-// layer is found, its input is the activation's output: the layer's intermediate.
+// layer is found, its input is the activation's output: the layer's intermediate. `fused`: each layer's
+// com.microsoft.Attention op, where the graph has one per layer.
 void check_weights(const GraphIndex& graph, const BertConfig& config, const BertWeights& w,
-                   const std::vector<Norm>& norms, Found& found, FoundGraph& f) {
+                   const std::vector<Norm>& norms, const std::vector<const onnx::NodeProto*>& fused, Found& found,
+                   FoundGraph& f) {
   const bool w8a32 = f.implied == Arithmetic::w8a32;
   // `quantized_by_scheme`: whether w8a32 holds the parameter int8 (its linear weights, the word and position
   // tables), which under w8a32 the graph must too: its benchmark re-quantizes what the scheme says.
@@ -343,17 +366,23 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   };
   auto check_linear = [&](const std::string& prefix, const std::optional<Linear>& lin, const Param& weight,
                           const Param& bias) {
+    const int64_t first = lin ? lin->first_channel : 0;
     check(prefix + ".weight", weight,
-          lin ? GraphWeight{lin->weight, lin->dequantized, lin->in_out} : GraphWeight{}, true);
-    check(prefix + ".bias", bias, {lin ? lin->bias : nullptr}, false);
+          lin ? GraphWeight{lin->weight, lin->dequantized, lin->in_out, first} : GraphWeight{}, true);
+    check(prefix + ".bias", bias, {.tensor = lin ? lin->bias : nullptr, .first_channel = first}, false);
   };
-  // The embedding tables, by the shapes their Gathers and Slices read.
+  // The embedding tables, by the shapes of what reads them: Gather and Slice's first input, ONNX Runtime's
+  // EmbedLayerNormalization's three tables.
   std::map<int64_t, GraphWeight> tables;  // rows → table
+  auto table_read = [&](const std::string& value) {
+    if (const GraphIndex::Stored t = graph.stored(value); t.tensor && !t.transposed)
+      if (t.tensor->dims_size() == 2 && t.tensor->dims(1) == config.hidden_size)
+        tables[t.tensor->dims(0)] = {t.tensor, t.dequantized};
+  };
   for (const char* op : {"Gather", "Slice"})
-    for (const onnx::NodeProto* n : graph.nodes(op))
-      if (const GraphIndex::Stored t = graph.stored(n->input(0)); t.tensor && !t.transposed)
-        if (t.tensor->dims_size() == 2 && t.tensor->dims(1) == config.hidden_size)
-          tables[t.tensor->dims(0)] = {t.tensor, t.dequantized};
+    for (const onnx::NodeProto* n : graph.nodes(op)) table_read(n->input(0));
+  for (const onnx::NodeProto* n : graph.nodes("EmbedLayerNormalization"))
+    for (int i = 2; i < std::min(5, n->input_size()); ++i) table_read(n->input(i));
   auto table = [&](int64_t rows) { return tables.count(rows) ? tables[rows] : GraphWeight{}; };
   check("embeddings.word_embeddings.weight", w.word_embeddings, table(config.vocab_size), true);
   check("embeddings.position_embeddings.weight", w.position_embeddings, table(config.max_position_embeddings), true);
@@ -363,19 +392,25 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
     check(prefix + ".bias", bias, {at < norms.size() ? norms[at].bias : nullptr}, false);
   };
   norm("embeddings.LayerNorm", 0, w.embeddings_ln_g, w.embeddings_ln_b);
-  // The residual's Add before a LayerNorm: which of its two inputs a linear layer makes.
-  auto linear_into = [&](size_t at) -> std::optional<Linear> {
-    if (at >= norms.size()) return std::nullopt;
-    const onnx::NodeProto* add = graph.made_by(norms[at].input, "Add");
-    for (int i = 0; add && i < add->input_size(); ++i)
-      if (std::optional<Linear> lin = linear_behind(graph, add->input(i))) return lin;
-    return std::nullopt;
-  };
+  auto linear_into = [&](size_t at) { return at < norms.size() ? norms[at].after : std::nullopt; };
   for (int l = 0; l < config.num_hidden_layers; ++l) {
     const LayerWeights& L = w.layers[size_t(l)];
     const std::string hf = fmt::format("encoder.layer.{}.", l);
-    // Q, K, V: the linear layer behind the Reshape that splits its output into heads.
+    // Q, K, V: the linear layer behind the Reshape that splits its output into heads, or a third of an
+    // Attention op's packed weight and bias (Q, K, V in that order); not located where its qkv_hidden_sizes
+    // splits them otherwise.
     auto projection = [&](LT tensor) -> std::optional<Linear> {
+      if (!fused.empty()) {
+        const onnx::NodeProto& a = *fused[size_t(l)];
+        for (const onnx::AttributeProto& sizes : a.attribute())
+          if (sizes.name() == "qkv_hidden_sizes")
+            for (int64_t size : sizes.ints())
+              if (size != config.hidden_size) return std::nullopt;
+        const int64_t which = tensor == LT::query ? 0 : tensor == LT::key ? 1 : 2;
+        return Linear{.input = a.input(0), .weight = graph.initializer(a.input(1)),
+                      .bias = a.input_size() > 2 ? graph.initializer(a.input(2)) : nullptr,
+                      .first_channel = which * config.hidden_size};
+      }
       const auto it = found.split.find(trace_name(l, tensor));
       const onnx::NodeProto* r = it == found.split.end() ? nullptr : graph.made_by(it->second, "Reshape");
       return r ? linear_behind(graph, r->input(0)) : std::nullopt;
@@ -437,6 +472,7 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   const BertConfig& config = ck.config;
   onnx::ModelProto model = read_model(file);
   onnx::GraphProto& g = *model.mutable_graph();
+  name_skip_sums(g);
   FoundGraph f;
   f.nodes = size_t(g.node_size());
   f.initializers = size_t(g.initializer_size());
@@ -454,9 +490,21 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   const std::vector<const onnx::NodeProto*> softmaxes = graph.nodes("Softmax");
   const std::vector<const onnx::NodeProto*> attention_ops = graph.nodes("Attention");
   std::string attention_why;
-  if (!attention_ops.empty())
-    attention_why = fmt::format("inside {}.Attention, which hides the scores, probabilities and context",
+  if (attention_ops.size() == size_t(L)) {
+    attention_why = fmt::format("inside {}.Attention (ONNX Runtime's fused attention), which hides the queries, keys, "
+                                "values, scores and probabilities",
                                 attention_ops.front()->domain());
+    for (int l = 0; l < L; ++l) {
+      const onnx::NodeProto& a = *attention_ops[size_t(l)];
+      if (const int64_t heads = int_attribute(a, "num_heads"); heads != config.num_attention_heads)
+        throw InputError(file, fmt::format("the graph's Attention op {} splits layer {} into {} heads; the checkpoint "
+                                           "has {}",
+                                           a.name(), l, heads, config.num_attention_heads));
+      found.values[trace_name(l, LT::context)] = a.output(0);
+    }
+  } else if (!attention_ops.empty())
+    attention_why = fmt::format("{} {}.Attention ops for {} layers: the attention is not recognised",
+                                attention_ops.size(), attention_ops.front()->domain(), L);
   else if (softmaxes.size() != size_t(L))
     attention_why = fmt::format("{} Softmax nodes for {} layers: the attention is not recognised", softmaxes.size(), L);
   else
@@ -484,13 +532,15 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   if (norms_why.empty()) {
     found.values[kEmbeddingsOutput] = norms[0].output;
     for (int l = 0; l < L; ++l) {
-      found.values.emplace(trace_name(l, LT::attention_pre_norm), norms[size_t(1 + 2 * l)].input);
+      if (!norms[size_t(1 + 2 * l)].input.empty())
+        found.values.emplace(trace_name(l, LT::attention_pre_norm), norms[size_t(1 + 2 * l)].input);
       found.values.emplace(trace_name(l, LT::attention_output), norms[size_t(1 + 2 * l)].output);
       found.values.emplace(trace_name(l, LT::output), norms[size_t(2 + 2 * l)].output);
     }
   }
 
-  check_weights(graph, config, ck.weights, norms_why.empty() ? norms : std::vector<Norm>{}, found, f);
+  check_weights(graph, config, ck.weights, norms_why.empty() ? norms : std::vector<Norm>{},
+                attention_ops.size() == size_t(L) ? attention_ops : std::vector<const onnx::NodeProto*>{}, found, f);
   if (!f.scheme_problems.empty())
     throw InputError(file, fmt::format("its weights are quantized otherwise than w8a32, the scheme its int8 "
                                        "dequantization implies, holds them (int8: every linear layer's weight and the "

@@ -18,6 +18,10 @@ Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int pr
     const Local exact{&candidate, false, 0}, fp32{&candidate, true, 0};
     r.exact = run_simulated(enc, &exact, &r.spans);
     r.fp32 = run_simulated(enc, &fp32);
+    if (impl_->scheme.fused_ops) {
+      const Local fused{.feed = &candidate, .fp32_ops = false, .probe = 0, .as_fused_graph = true};
+      r.fused = run_simulated(enc, &fused);
+    }
     SumMagnitudes magnitudes;
     for (int seed = 1; seed <= probes; ++seed) {
       const Local probe{&candidate, true, uint64_t(seed), &magnitudes};

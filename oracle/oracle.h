@@ -56,9 +56,14 @@ class Oracle {
   // probes draw which way). Where the scheme passes a value on in fp32 that the trace holds rounded
   // (fp16-ort-cpu), the op runs on from the last stored values, as the candidate does between its casts.
   // A tensor the candidate lacks, or holds misshapen or not finite, counts as lacking.
+  // `fused`, for fp16-ort-fused: `exact` rounded where ONNX Runtime's fused ops may round instead
+  // (Arithmetic::fp16_ort_fused): where their kernels round is not documented, and the values in question
+  // (Q, K, V, the LayerNorms' inputs, the products before the bias) are in no trace, so both ends belong
+  // to the spread.
   struct LocalReferences {
     Trace exact, fp32;
     std::vector<Trace> probes;
+    std::optional<Trace> fused;
     std::map<std::string, TraceSpan> spans;  // each tensor recomputed through tensors the candidate lacks
   };
   LocalReferences recompute_locally(const Trace& candidate, int probes) const;
@@ -82,6 +87,7 @@ class Oracle {
     // The probes' Σ|terms| of each linear layer's sums, in the pass's order: the first probe computes
     // them, the others read them (a matrix product each, as dear as the layer).
     SumMagnitudes* magnitudes = nullptr;
+    bool as_fused_graph = false;  // LocalReferences::fused
   };
   // `spans`: where a local pass writes LocalReferences::spans.
   Trace run_simulated(const Encoding& encoding, const Local* local,

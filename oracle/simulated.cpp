@@ -62,6 +62,7 @@ class Oracle::SimulatedPass {
   SimulatedPass(const Impl& m, const Encoding& enc, const Local* local)
       : m_(m), s_(m.scheme), local_(local), enc_(enc), T_(int64_t(enc.ids.size())), D_(m.config.hidden_size),
         H_(m.config.num_attention_heads), Dh_(D_ / H_), fp32_ops_(local && local->fp32_ops),
+        fused_graph_(local && local->as_fused_graph),
         round_inputs_(s_.product_inputs.digits < s_.ops.digits) {
     const Arithmetic arithmetic = *m.simulated;
     // Every value is one of the format's, which binary32 holds exactly: the trace declares the format.
@@ -111,6 +112,7 @@ class Oracle::SimulatedPass {
   const Encoding& enc_;
   const int64_t T_, D_, H_, Dh_;
   const bool fp32_ops_;
+  const bool fused_graph_;  // Oracle::LocalReferences::fused
   // Every operand is already a value of the op or stored format: only a coarser product input rounds it.
   const bool round_inputs_;
   std::optional<SeededRng> probe_;
@@ -186,18 +188,25 @@ class Oracle::SimulatedPass {
     const auto q = torch::clamp(torch::round(f32(x / scale)) + zero_point, 0, 255);
     return std::pair{q - zero_point, scale};
   }
-  torch::Tensor linear_raw(const torch::Tensor& x, const SimulatedLinear& l) {
-    if (!s_.quantized_linear)
-      return probed_sum(arith(product(x, l.w.t())) + arith(l.b), [&] { return magnitude(x, l.w.t()) + arith(l.b).abs(); });
+  // `own_node`: the layer's MatMul is a node of its own in ONNX Runtime's fused graph (not inside Attention).
+  torch::Tensor linear_raw(const torch::Tensor& x, const SimulatedLinear& l, bool own_node = false) {
+    if (!s_.quantized_linear) {
+      const auto p = product(x, l.w.t());
+      return probed_sum(arith(fused_graph_ && own_node ? keep(p) : p) + arith(l.b),
+                        [&] { return magnitude(x, l.w.t()) + arith(l.b).abs(); });
+    }
     // MatMulInteger's exact integer sums, cast to fp32, times x_scale · w_scale (fp32), plus the bias.
     const auto [xq, x_scale] = quantized(x);
     const auto sums = rounded(torch::matmul(xq, l.q.t()), kBinary32);
     const auto scaled = arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32))));
     return probed_sum(scaled + arith(l.b), [&] { return scaled.abs() + arith(l.b).abs(); });
   }
-  torch::Tensor linear(const torch::Tensor& x, const SimulatedLinear& l) { return op(linear_raw(x, l)); }
-  // A constant of the graph (the attention scale, GELU's), stored as the weights are.
-  torch::Tensor constant(double c) const { return keep(torch::tensor(c, torch::kFloat64)); }
+  torch::Tensor linear(const torch::Tensor& x, const SimulatedLinear& l) { return op(linear_raw(x, l, true)); }
+  // A constant of the graph (the attention scale, GELU's), stored as the weights are; a fused op's own.
+  torch::Tensor constant(double c) const {
+    const auto t = torch::tensor(c, torch::kFloat64);
+    return fused_graph_ ? op(t) : keep(t);
+  }
   // The activation's last operation. Between casts, GELU is the graph's chain of fp32 ops (Div, Erf or
   // Tanh, Add, Mul, Mul, as torch.onnx writes it) on its constants as stored: √2 in fp16 is 1.4140625.
   torch::Tensor activation(const torch::Tensor& x) const {
@@ -236,7 +245,7 @@ class Oracle::SimulatedPass {
   torch::Tensor finish_norm(const std::string& name, const std::vector<std::string>& inputs, const torch::Tensor& v,
                             const torch::Tensor& g, const torch::Tensor& b) {
     reached(name, inputs);
-    const auto raw = m_.layer_norm(arith(keep(v)), arith(g), arith(b));
+    const auto raw = m_.layer_norm(arith(fused_graph_ ? v : keep(v)), arith(g), arith(b));
     auto y = keep(op(raw));
     if (probe_) y = stepped(y, s_.stored, random_directions(*probe_, y));
     trace_.add(name, to_trace(result_probe_ ? keep(op(one_step_off(raw))) : y));
@@ -271,11 +280,13 @@ class Oracle::SimulatedPass {
     auto name = [l](LayerTensor t) { return trace_name(l, t); };
     const SimulatedLayer& L = m_.simulated_layers[size_t(l)];
     const int64_t T = T_, D = D_, H = H_, Dh = Dh_;
-    const auto q = finish(name(LT::query), {x_name}, per_head(linear_raw(xi, L.query)), true);
-    const auto k = finish(name(LT::key), {x_name}, per_head(linear_raw(xi, L.key)), true);
-    const auto v = finish(name(LT::value), {x_name}, per_head(linear_raw(xi, L.value)), true);
-    const auto qi = input(name(LT::query), q, {H, T, Dh}, true), ki = input(name(LT::key), k, {H, T, Dh}, true),
-               vi = input(name(LT::value), v, {H, T, Dh}, true);
+    // Inside a fused Attention the heads' Q, K and V are fp32, not stored.
+    const auto q = finish(name(LT::query), {x_name}, per_head(linear_raw(xi, L.query)), !fused_graph_);
+    const auto k = finish(name(LT::key), {x_name}, per_head(linear_raw(xi, L.key)), !fused_graph_);
+    const auto v = finish(name(LT::value), {x_name}, per_head(linear_raw(xi, L.value)), !fused_graph_);
+    const auto qi = input(name(LT::query), q, {H, T, Dh}, !fused_graph_),
+               ki = input(name(LT::key), k, {H, T, Dh}, !fused_graph_),
+               vi = input(name(LT::value), v, {H, T, Dh}, !fused_graph_);
     const auto scores = finish(name(LT::scores), {name(LT::query), name(LT::key)},
                                arith(product(qi, ki.transpose(1, 2))) / arith(constant(std::sqrt(double(Dh)))),
                                false);

@@ -38,7 +38,8 @@ def read_safetensors(path):
     body = data[8 + size:]
     tensors = {}
     for name, entry in header.items():
-        if name == "__metadata__":
+        # Integer tensors are buffers, not parameters (all-MiniLM-L6-v2 ships embeddings.position_ids as I64).
+        if name == "__metadata__" or entry["dtype"] not in DTYPES:
             continue
         begin, end = entry["data_offsets"]
         array = numpy.frombuffer(body[begin:end], dtype=DTYPES[entry["dtype"]]).reshape(entry["shape"])
