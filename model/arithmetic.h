@@ -24,8 +24,8 @@ enum class Arithmetic {
                    // fp16_ort_cpu, or with its fused ops (Attention, SkipLayerNormalization,
                    // EmbedLayerNormalization, BiasGelu) computing in fp32 between the casts of their inputs
                    // and outputs (Q, K, V and the LayerNorms' inputs not stored, their constants fp32's) and
-                   // the MatMuls apart from them storing their products before the bias: the local verdict's
-                   // spread holds both (Oracle::LocalReferences::fused)
+                   // the MatMuls into SkipLayerNormalization storing their products before the bias: the
+                   // local verdict's spread holds both (Oracle::LocalReferences::fused)
   int8,          // ONNX Runtime's quantize_dynamic: linear layers as uint8 activations (per tensor,
                  // DynamicQuantizeLinear's scale and zero point in fp32) times int8 weights (per output
                  // channel, [-64, 64]) with exact integer sums, × (x_scale · w_scale) and + bias in fp32;

@@ -240,7 +240,8 @@ std::optional<Linear> linear_behind(const GraphIndex& graph, const std::string& 
   return std::nullopt;
 }
 
-std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, int64_t in, int64_t out) {
+std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, const std::string& from,
+                                    int64_t in, int64_t out) {
   std::vector<std::string> frontier = {value};
   for (int steps = 0; steps < 12 && !frontier.empty(); ++steps) {
     std::vector<std::string> next;
@@ -253,10 +254,10 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
           if (const onnx::NodeProto* mm = graph.made_by(gelu->input(0), "MatMul"))
             lin = Linear{.input = mm->input(0), .weight = graph.initializer(mm->input(1)),
                          .bias = graph.initializer(gelu->input(1))};
-      if (lin && lin->weight && lin->bias && lin->weight->dims_size() == 2 &&
+      if (lin && lin->input == from && lin->weight && lin->bias && lin->weight->dims_size() == 2 &&
           lin->weight->dims(lin->in_out ? 0 : 1) == in && lin->weight->dims(lin->in_out ? 1 : 0) == out)
         return lin;
-      if (const onnx::NodeProto* n = graph.producer(v))
+      if (const onnx::NodeProto* n = graph.producer(v); n && v != from)
         for (const std::string& i : n->input())
           if (!i.empty() && !graph.constant(i)) next.push_back(i);
     }

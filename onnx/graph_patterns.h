@@ -74,10 +74,13 @@ struct Linear {
 // The linear layer whose output (after its bias) is `value`, if one of the forms is there.
 std::optional<Linear> linear_behind(const GraphIndex& graph, const std::string& value);
 
-// The value up to 12 producers back from `value` (through non-constant inputs) that a linear layer with a
-// weight of `in` × `out` makes: the FFN's first layer, behind its activation (torch.onnx's erf and tanh
-// GELU, F.gelu's or written out, put it 2 producers back; 12 leaves room for longer activations).
-std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, int64_t in, int64_t out);
+// The value up to 12 producers back from `value` (through non-constant inputs, never behind `from`) that a
+// linear layer with a weight of `in` × `out` reading `from` makes: the FFN's first layer, behind its
+// activation (torch.onnx's erf and tanh GELU, F.gelu's or written out, put it 2 producers back; 12 leaves
+// room for longer activations). `from`, the FFN's input, keeps the walk in its layer: an op the patterns do
+// not expect between the two leaves the layer unlocated rather than located in an earlier layer.
+std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, const std::string& from,
+                                    int64_t in, int64_t out);
 
 // A LayerNorm: its input (empty where the graph computes none apart: ONNX Runtime's EmbedLayerNormalization),
 // output, gain γ and bias β, and the linear layer whose output the residual adds into its input, where one

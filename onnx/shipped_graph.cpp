@@ -422,7 +422,10 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
     norm(hf + "attention.output.LayerNorm", size_t(1 + 2 * l), L.attention_ln_g, L.attention_ln_b);
     const std::optional<Linear> second = linear_into(size_t(2 + 2 * l));
     const std::optional<Linear> first =
-        second ? linear_before(graph, second->input, config.hidden_size, config.intermediate_size) : std::nullopt;
+        second && size_t(1 + 2 * l) < norms.size()
+            ? linear_before(graph, second->input, norms[size_t(1 + 2 * l)].output, config.hidden_size,
+                            config.intermediate_size)
+            : std::nullopt;
     if (second && first) found.values.emplace(trace_name(l, LT::intermediate), second->input);
     check_linear(hf + "intermediate.dense", first, L.intermediate_w, L.intermediate_b);
     check_linear(hf + "output.dense", second, L.output_w, L.output_b);

@@ -59,7 +59,8 @@ class Oracle {
   // `fused`, for fp16-ort-fused: `exact` rounded where ONNX Runtime's fused ops may round instead
   // (Arithmetic::fp16_ort_fused): where their kernels round is not documented, and the values in question
   // (Q, K, V, the LayerNorms' inputs, the products before the bias) are in no trace, so both ends belong
-  // to the spread.
+  // to the spread. Measured on trained-mini and all-MiniLM-L6-v2's fused fp16 graphs: either alone as the
+  // reference leaves a clean graph's local ratios at 11-62 (context, pre_norm), both at most 1.4.
   struct LocalReferences {
     Trace exact, fp32;
     std::vector<Trace> probes;

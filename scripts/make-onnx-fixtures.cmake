@@ -45,6 +45,20 @@ foreach(graph "cast-scale cast-scale" "dequantize-linear dequantize-linear" "gem
     message(FATAL_ERROR "requantize-graph.py ${form} ${graph} failed (${rc}); it needs numpy and python3-onnx:\n${err}")
   endif()
 endforeach()
+# The torch.onnx graph as ONNX Runtime's Python transformer optimizer fuses it for serving (issue #45), in
+# fp32 and converted to float16: EmbedLayerNormalization, Attention with packed Q, K and V,
+# SkipLayerNormalization, BiasGelu (scripts/ort-transformers-fuse.py, in PYTHON_ENV).
+foreach(graph "fused" "fused-fp16 --float16")
+  separate_arguments(graph UNIX_COMMAND "${graph}")
+  list(POP_FRONT graph name)
+  execute_process(COMMAND ${PYTHON_ENV}/bin/python3 -I ${CMAKE_CURRENT_LIST_DIR}/ort-transformers-fuse.py ${graph}
+                          ${FIXTURES}/trained-mini ${out}/trained-mini-torch.onnx ${out}/trained-mini-torch-${name}.onnx
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "ort-transformers-fuse.py ${graph} failed (${rc}); it needs scripts/install-deps.sh's "
+                        ".deps/venv:\n${err}")
+  endif()
+endforeach()
 file(WRITE ${out}/optimize.json
      "{\"model\": \"${out}/trained-mini-torch.onnx\", \"optimized_model\": \"${out}/trained-mini-torch-ort.onnx\",
        \"graph_optimization\": \"extended\", \"intra_op_threads\": 1, \"plain\": true, \"sentences\": []}\n")

@@ -4,7 +4,8 @@
 // trace tensors found by their patterns and judged, the lenses derived from its values and probabilities;
 // a copy with one weight moved by one per mille and another checkpoint's graph fail by the weights, and bad
 // graphs are bad input naming the file. Third parties' forms: weight-only int8 (Cast · scale, DequantizeLinear)
-// judged as w8a32, a wrong op and a moved int8 value in them caught, linear layers as Gemm.
+// judged as w8a32, a wrong op and a moved int8 value in them caught, linear layers as Gemm; ONNX Runtime's
+// transformer-optimized graphs, fp32 and fp16, a wrong op and a wrong packed weight in them caught.
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
@@ -493,6 +494,126 @@ TEST(ShippedGraphInput, AGraphWithNoBertInItIsBadInputSayingWhatWasLookedFor) {
 
 INSTANTIATE_TEST_SUITE_P(OnnxRuntime, ShippedGraph, testing::ValuesIn(shipped_graphs()),
                          [](const auto& info) { return info.param.name; });
+
+// ONNX Runtime's Python transformer optimizer's graphs (scripts/ort-transformers-fuse.py): what its fused ops
+// expose is judged, every parameter is located (Q, K and V inside Attention's packed weight) and checked, the
+// queries, keys, values, scores and probabilities are named as inside Attention, and the context is judged
+// as the span through them; the fp16 conversion is judged as fp16-ort-fused.
+class ShippedFusedGraph : public testing::TestWithParam<std::pair<const char*, Arithmetic>> {};
+
+TEST_P(ShippedFusedGraph, PassesWithWhatItsFusedOpsExposeJudgedAndTheRestNamed) {
+  const VerifyResult r = verified(test::fixture(GetParam().first));
+  EXPECT_TRUE(r.pass());
+  EXPECT_EQ(r.gate.arithmetic, GetParam().second);
+  EXPECT_TRUE(r.weights_differ.empty());
+  const auto weights = std::find_if(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.starts_with("weights: "); });
+  ASSERT_NE(weights, r.notes.end());
+  EXPECT_TRUE(weights->starts_with("weights: 69 of the checkpoint's parameters located in the graph, 69 of them equal"))
+      << *weights;
+  for (const char* tensor : {"layer.3.attention.query", "layer.3.attention.probs"}) {
+    const auto u = std::find_if(r.unreachable.begin(), r.unreachable.end(),
+                                [&](const Unreachable& x) { return x.tensor == tensor; });
+    ASSERT_NE(u, r.unreachable.end()) << tensor;
+    EXPECT_NE(u->why.find("inside com.microsoft.Attention"), std::string::npos) << u->why;
+  }
+  for (const char* family : {"embeddings.output", "layer.*.attention.context", "layer.*.attention.pre_norm",
+                             "layer.*.attention.output", "layer.*.intermediate", "layer.*.output"}) {
+    const auto judged = std::find_if(r.gate.families.begin(), r.gate.families.end(),
+                                     [&](const TensorSummary& f) { return f.name == family; });
+    ASSERT_NE(judged, r.gate.families.end()) << family;
+    EXPECT_GT(judged->compared, 0u) << family;
+  }
+  ASSERT_FALSE(r.sentences.empty());
+  for (const SentenceVerdict& v : r.sentences) {
+    const auto context = std::find_if(v.gate.tensors.begin(), v.gate.tensors.end(),
+                                      [](const TensorComparison& c) { return c.name == "layer.3.attention.context"; });
+    ASSERT_NE(context, v.gate.tensors.end());
+    ASSERT_TRUE(context->local.has_value()) << v.sentence.id;
+    EXPECT_NE(local_scope(*context).find("through layer.3.attention.query"), std::string::npos) << local_scope(*context);
+  }
+}
+
+// One op wrong: at fp32 layer 3's FFN input product (its MatMul, apart from BiasGelu) times 1.001, caught as
+// the span through the FFN the extra node hides; at fp16, where 1.001 is two steps of the stored format and
+// passes, layer 3's attention output product times 1.01, caught at attention.pre_norm. And one weight: the
+// value third of layer 3's packed Q, K, V weight times 1.001.
+TEST_P(ShippedFusedGraph, AnOpOrAPackedWeightWrongFails) {
+  const fs::path dir = test::temp_dir("fused");
+  const bool half = GetParam().second != Arithmetic::fp32;
+  {
+    onnx::ModelProto m = read(test::fixture(GetParam().first));
+    onnx::GraphProto& g = *m.mutable_graph();
+    onnx::TensorProto& t = *g.add_initializer();
+    t.set_name("fault_scale");
+    t.set_data_type(half ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::FLOAT);
+    const float factor = half ? 1.01f : 1.001f;
+    const _Float16 factor16 = static_cast<_Float16>(factor);
+    t.set_raw_data(half ? static_cast<const void*>(&factor16) : &factor, half ? 2 : 4);
+    const std::string op = half ? "SkipLayerNormalization" : "BiasGelu";
+    const std::string product = half ? "/layer.3/attention/output/dense/" : "/layer.3/intermediate/dense/";
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    int inserted = 0;
+    for (onnx::NodeProto& n : *g.mutable_node()) {
+      if (n.op_type() == op && n.input(0).find(product) != std::string::npos) {
+        onnx::NodeProto& mul = *nodes.Add();
+        mul.set_op_type("Mul");
+        mul.add_input(n.input(0));
+        mul.add_input("fault_scale");
+        mul.add_output("fault_scaled");
+        n.set_input(0, "fault_scaled");
+        ++inserted;
+      }
+      *nodes.Add() = n;
+    }
+    g.mutable_node()->Swap(&nodes);
+    ASSERT_EQ(inserted, 1);
+    write(m, dir / "op.onnx");
+    const VerifyResult r = verified(dir / "op.onnx");
+    EXPECT_FALSE(r.pass());
+    EXPECT_TRUE(r.weights_differ.empty());
+    for (const SentenceVerdict& v : r.sentences) {
+      const TensorComparison* blamed = v.gate.first_local_failure();
+      ASSERT_NE(blamed, nullptr) << v.sentence.id;
+      EXPECT_EQ(local_scope(*blamed), half ? "layer.3.attention.pre_norm"
+                                           : "span layer.3.attention.output → layer.3.output through layer.3.intermediate")
+          << v.sentence.id;
+    }
+  }
+  onnx::ModelProto m = read(test::fixture(GetParam().first));
+  const int64_t hidden = trained_mini().config.hidden_size;
+  bool scaled = false;
+  for (onnx::TensorProto& t : *m.mutable_graph()->mutable_initializer()) {
+    if (t.name() != "Attention_3_qkv_weight") continue;
+    std::string& raw = *t.mutable_raw_data();
+    const size_t width = half ? 2 : 4;
+    for (size_t at = 0; at < raw.size(); at += width) {
+      if (int64_t(at / width) % (3 * hidden) < 2 * hidden) continue;  // [in, 3 · out]: Q, K, V side by side
+      if (half) {
+        _Float16 h;
+        std::memcpy(&h, raw.data() + at, 2);
+        h = static_cast<_Float16>(static_cast<float>(h) * 1.001f);
+        std::memcpy(raw.data() + at, &h, 2);
+      } else {
+        float v;
+        std::memcpy(&v, raw.data() + at, 4);
+        v *= 1.001f;
+        std::memcpy(raw.data() + at, &v, 4);
+      }
+    }
+    scaled = true;
+  }
+  ASSERT_TRUE(scaled);
+  write(m, dir / "weight.onnx");
+  const VerifyResult r = verified(dir / "weight.onnx");
+  EXPECT_FALSE(r.pass());
+  ASSERT_EQ(r.weights_differ.size(), 1u);
+  EXPECT_TRUE(r.weights_differ[0].starts_with("encoder.layer.3.attention.self.value.weight differs")) << r.weights_differ[0];
+}
+
+INSTANTIATE_TEST_SUITE_P(OnnxRuntime, ShippedFusedGraph,
+                         testing::Values(std::pair{"onnx/trained-mini-torch-fused.onnx", Arithmetic::fp32},
+                                         std::pair{"onnx/trained-mini-torch-fused-fp16.onnx", Arithmetic::fp16_ort_fused}),
+                         [](const auto& info) { return info.param.second == Arithmetic::fp32 ? "fp32" : "fp16"; });
 
 TEST(ShippedGraphInput, NotOnnxNoOutputOrAnotherHiddenSizeDepthOrHeadCountIsBadInputNamingTheFile) {
   const fs::path dir = test::temp_dir("bad");
