@@ -248,13 +248,6 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   }
 }
 
-// A lens tensor, of 2020 or 2021, which no shipped graph computes: lenscheck derives it. (Not
-// attention.pre_norm, a state of the forward the graph must hold.)
-bool is_lens_tensor(const std::string& name) {
-  return name.find(".lens.") != std::string::npos || name.ends_with(".value_norm") ||
-         name.ends_with(".transformed_norm") || is_residual_lens(name);
-}
-
 // Why a trace tensor was not found, from what the search for its pattern said.
 std::string why_not_found(const std::string& name, const std::string& attention_why, const std::string& norms_why) {
   const bool attention = name.find(".attention.") != std::string::npos && !name.ends_with(".attention.output");
@@ -397,7 +390,7 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
   c.run = [file, ort, name = c.name, implied_by](const Checkpoint& ck, const std::vector<Encoding>& inputs,
                                                  const runtime::Stages* stages, unsigned) {
     if (stages) throw std::logic_error("ONNX Runtime's stages cannot be replaced");
-    const onnxruntime::ScratchFolder scratch("the graph with its trace tensors as outputs");
+    const ScratchFolder scratch("the graph with its trace tensors as outputs");
     const std::filesystem::path copy = scratch.path() / file.filename();
     const FoundGraph found = prepare_shipped_graph(file, ck, copy);
     const std::string precision = arithmetic_name(found.implied);
