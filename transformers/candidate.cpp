@@ -118,8 +118,16 @@ Candidate candidate(const CandidateSpec& spec) {
     r.traces = std::move(run.traces);
     r.unreachable = unreachable_of(ck.config, spec.attention);
     if (spec.attention == Attention::eager) {
+      // Derived in fp32, then stored as the declared scheme stores every value (bf16, fp16): lenscheck's
+      // lens code computes them, not the candidate, and its fp32 digits are none of the scheme's values.
       const runtime::Encoder lens_code(ck.config, ck.weights);
-      for (Trace& trace : r.traces) lens_code.derive_lenses(trace);
+      const FloatFormat stored = scheme_of(declared_arithmetic(spec.torch_dtype)).stored;
+      for (Trace& trace : r.traces) {
+        lens_code.derive_lenses(trace);
+        for (auto& [tensor, values] : trace.tensors)
+          if (is_lens_tensor(tensor))
+            for (double& v : values.values) v = round_to(stored, v);
+      }
     }
     r.label = fmt::format("{} BertModel, {} attention, torch_dtype {} (CPU, {} thread{})", run.version,
                           attention_name(spec.attention), spec.torch_dtype, spec.threads, spec.threads == 1 ? "" : "s");
@@ -133,7 +141,8 @@ Candidate candidate(const CandidateSpec& spec) {
       r.notes.push_back("derived: the lens tensors (value_norm, transformed_norm, lens.*, mixing_ratio.*), which "
                         "BertModel does not compute, by lenscheck's runtime lens code in fp32 from the candidate's own "
                         "attention.value and attention.probs (the residual lens also its attention.pre_norm and each "
-                        "layer's input) and the checkpoint's W_O and attention LayerNorm gain");
+                        "layer's input) and the checkpoint's W_O and attention LayerNorm gain, each value rounded to the "
+                        "scheme's format");
     return r;
   };
   return c;

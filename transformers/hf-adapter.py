@@ -100,6 +100,7 @@ def main():
         missing(f"transformers cannot be imported ({e})")
     from safetensors.torch import save_file
     torch.set_num_threads(request["threads"])
+    transformers.logging.set_verbosity_error()  # its warnings would bury the adapter's own words on stderr
     try:
         model = load_model(request, torch, transformers)
     except ImportError as e:  # transformers' word for an attention path this torch lacks
