@@ -39,7 +39,7 @@ verdict() {  # one cell: its verdict and display verdict, or why it cannot run
   local f=$out/$1.txt
   case ${code[$1]} in
     2) echo "cannot run: $(grep -m1 '^error: ' $f | sed -E 's/^error: transformers:[a-z]+: //; s/: scripts\/install-deps.sh.*//')" ;;
-    *) echo "exit ${code[$1]}: $(grep -m1 'vs oracle fp64' $f | sed -E 's/.* vs oracle fp64 //'); display $(grep -m1 '^display verdict' $f | sed 's/^display verdict: //')" ;;
+    *) echo "exit ${code[$1]}: $(grep -m1 'vs oracle fp64' $f | sed -E 's/.* vs oracle fp64 //')$(grep -m1 -o 'op to blame: [^ ]*' $f | sed 's/^/, /'); display $(grep -m1 '^display verdict' $f | sed 's/^display verdict: //')" ;;
   esac
 }
 ratios() {  # "global worst (median) · local worst" per family, from verify's printed summary
