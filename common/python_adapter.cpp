@@ -161,7 +161,7 @@ std::vector<std::string> words(const std::string& line) {
 AdapterRun run_adapter(const AdapterCall& call, nlohmann::json request, const std::vector<Encoding>& encodings,
                        const std::string& candidate, const Vocab& vocab) {
   if (!std::filesystem::is_regular_file(call.adapter))
-    throw InputError(call.adapter, fmt::format("{}: the adapter script is missing", candidate));
+    throw InputError(call.adapter, fmt::format("{}: the {} adapter script is missing", candidate, call.runs));
   const ScratchFolder scratch("the candidate's traces");
   const std::filesystem::path& dir = scratch.path();
   request["out_dir"] = dir.string();

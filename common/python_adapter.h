@@ -31,6 +31,7 @@ class ScratchFolder {
 };
 
 struct AdapterCall {
+  std::string runs;                           // what the adapter runs, for errors: "ONNX Runtime", "transformers"
   std::filesystem::path adapter, python_env;  // runs python_env/bin/python3 -I adapter REQUEST.json
   // Bounds on each step, in seconds: start-up (imports, a model loaded), then each sentence's run and
   // trace written.

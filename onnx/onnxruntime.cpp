@@ -10,7 +10,8 @@ namespace lenscheck::onnxruntime {
 
 Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodings, const Options& options,
         const std::string& candidate, const std::string& precision, const Vocab& vocab) {
-  AdapterCall call{.adapter = options.adapter.empty() ? std::filesystem::path(LENSCHECK_ORT_ADAPTER) : options.adapter,
+  AdapterCall call{.runs = "ONNX Runtime",
+                   .adapter = options.adapter.empty() ? std::filesystem::path(LENSCHECK_ORT_ADAPTER) : options.adapter,
                    .python_env = options.python_env.empty() ? std::filesystem::path(LENSCHECK_PYTHON_ENV)
                                                             : options.python_env,
                    .startup_seconds = options.startup_seconds,

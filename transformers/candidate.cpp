@@ -93,6 +93,7 @@ Candidate candidate(const CandidateSpec& spec) {
               const Checkpoint& ck, const std::vector<Encoding>& inputs, const runtime::Stages* stages, unsigned) {
     if (stages) throw std::logic_error("transformers' stages cannot be replaced");
     const AdapterCall call{
+        .runs = "transformers",
         .adapter = spec.adapter.empty() ? std::filesystem::path(LENSCHECK_HF_ADAPTER) : spec.adapter,
         .python_env = spec.python_env.empty() ? std::filesystem::path(LENSCHECK_TRANSFORMERS_ENV) : spec.python_env,
         .startup_seconds = spec.startup_seconds,
