@@ -14,6 +14,7 @@
 #include "common/sentences.h"
 #include "gate/verify.h"
 #include "gate/verify_report.h"
+#include "model/error.h"
 #include "onnx/candidate.h"
 #include "onnx/shipped_graph.h"
 #include "transformers/candidate.h"
@@ -131,7 +132,7 @@ Command add_verify(CLI::App& app, const Shared& shared) {
   command->add_option("--json", o->json, "JSON report path");
   command->add_option("--junit", o->junit, "JUnit XML path");
 
-  return {command, [o, &shared] {
+  return {command, [o, &shared, command] {
             const DataPaths& data = shared.data;
             const Checkpoint ck = load_checkpoint(o->model_dir);
             const Tolerances tol = load_tolerances(data.checked(o->tolerances));
@@ -156,7 +157,11 @@ Command add_verify(CLI::App& app, const Shared& shared) {
             SentenceStream stream(data.checked(o->sentences));
             const std::vector<Sentence> sentences = stream.next(o->limit ? o->limit : stream.total());
             Candidate candidate = runtime_candidate();
-            if (o->candidate.rfind("transformers", 0) == 0) {
+            const bool transformers_candidate = o->candidate.rfind("transformers", 0) == 0;
+            for (const char* option : {"--torch-dtype", "--torch-threads", "--candidate-model", "--fault-linear"})
+              if (!transformers_candidate && command->count(option))
+                throw InputError(option, fmt::format("only a transformers candidate takes it, not {}", o->candidate));
+            if (transformers_candidate) {
               o->hf.attention = transformers::parse_candidate(o->candidate);
               o->hf.torch_dtype = transformers::parse_torch_dtype(o->hf.torch_dtype);
               if (!o->fault_linear.empty()) o->hf.fault = transformers::parse_linear_fault(o->fault_linear);

@@ -58,3 +58,6 @@ lenscheck_transformers_test(transformers.unknown-module 2
   ${hf_verify} --candidate transformers --fault-linear encoder.layer.9.attention.self.value:1e-3)
 lenscheck_transformers_test(transformers.unknown-dtype 2 "--torch-dtype: \"fp8\" is not fp32, fp16 or bf16"
   ${hf_verify} --candidate transformers --torch-dtype fp8)
+lenscheck_transformers_test(transformers.option-without-candidate 2
+  "--torch-dtype: only a transformers candidate takes it, not runtime"
+  ${hf_verify} --torch-dtype bf16)
