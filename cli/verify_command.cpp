@@ -108,7 +108,7 @@ Command add_verify(CLI::App& app, const Shared& shared) {
                                                   "every sentence; or onnx:PATH, a graph as shipped, its trace tensors "
                                                   "found by their patterns and judged, the rest listed as not judged; "
                                                   "transformers[:eager|:sdpa]: Hugging Face transformers' BertModel "
-                                                  "(PyTorch, CPU) on the checkpoint, what its hooks reach judged")
+                                                  "(PyTorch, CPU) on the checkpoint, every trace tensor it gives judged")
       ->capture_default_str();
   command->add_option("--torch-dtype", o->hf.torch_dtype, "transformers: the dtype the model runs in (fp32, fp16, "
                                                          "bf16), which it declares as its scheme")

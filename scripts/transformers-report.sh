@@ -59,8 +59,8 @@ read -r wall user sys < $out/all-MiniLM-L6-v2-eager-fp32.time
   echo "against libtorch fp64, k = 16: globally, the error against the truth as a multiple of libtorch's"
   echo "computing in the scheme, worst over sentences and layers (median in brackets); locally (after ·), each"
   echo "tensor's op recomputed in the scheme from the candidate's own inputs, its error as a multiple of the"
-  echo "op's own rounding spread. Not judged in any cell: each layer's attention.scores (no module hook reaches"
-  echo "them); under SDPA also the probabilities and the lenses. Full reports:"
+  echo "op's own rounding spread. Eager gives every trace tensor (the scores as its softmax's input); SDPA"
+  echo "would hide the scores, the probabilities and so the lenses, listed as not judged. Full reports:"
   echo "\`reports/transformers/<fixture>-<attention>-<dtype>.md\`."
   echo
   read -r rwall ruser rsys < $out/all-MiniLM-L6-v2-runtime.time

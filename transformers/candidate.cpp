@@ -59,16 +59,13 @@ std::string install_hint(const std::filesystem::path& env) {
                      env.string());
 }
 
-// What each attention path hides from hooks and output_attentions, and why.
+// What an attention path hides from the adapter, and why: nothing under eager.
 std::vector<Unreachable> unreachable_of(const BertConfig& config, Attention attention) {
   std::vector<Unreachable> hidden;
   for (const TensorSpec& spec : trace_schema(config, 1)) {
     const std::string& name = spec.name;
-    if (name.ends_with(".attention.scores"))
-      hidden.push_back({name, attention == Attention::eager
-                                  ? "eager attention computes the scores inside BertSelfAttention.forward, where no "
-                                    "module hook reaches; output_attentions returns the probabilities alone"
-                                  : "SDPA fuses scores, softmax and the weighted sum in one call"});
+    if (attention == Attention::sdpa && name.ends_with(".attention.scores"))
+      hidden.push_back({name, "SDPA fuses scores, softmax and the weighted sum in one call"});
     else if (attention == Attention::sdpa && name.ends_with(".attention.probs"))
       hidden.push_back({name, "SDPA computes no probabilities: torch's scaled_dot_product_attention fuses them"});
     else if (attention == Attention::sdpa && is_lens_tensor(name))

@@ -1,7 +1,7 @@
 #pragma once
 // `--candidate transformers[:eager|:sdpa]`: Hugging Face transformers' own BertModel (PyTorch, CPU) on the
 // checkpoint, run by transformers/hf-adapter.py in a Python subprocess (common/python_adapter.h), every
-// trace tensor its forward hooks and output_attentions reach judged, the lens tensors derived from its
+// trace tensor it computes (forward hooks, output_attentions, its softmax's input) judged, the lens tensors derived from its
 // own value and probabilities as for onnx:PATH, what its attention path hides listed as not judged.
 #include <filesystem>
 #include <optional>

@@ -10,8 +10,7 @@ that lenscheck can bound the time of each:
 and writes sentence i's trace to <out_dir>/<i>.safetensors: every tensor its forward hooks and
 output_attentions reach, under the trace's names and layouts (model/trace.h), the batch axis dropped, in
 the dtype the model computed in (F32, F16, BF16), with the ids as I64 "input_ids". What a path hides
-(the scores everywhere, the probabilities under SDPA) is lenscheck's to list: the adapter writes what
-it has. Any error goes to stderr and exits 1; a torch or transformers that cannot run exits 3 with what
+(under SDPA the scores and probabilities) is lenscheck's to list: the adapter writes what it has. Any error goes to stderr and exits 1; a torch or transformers that cannot run exits 3 with what
 is missing on stderr.
 """
 import json
@@ -56,7 +55,7 @@ def add_fault(model, fault):
 class Recorder:
     """Forward hooks on BertModel's modules, each keeping its tensor under the trace's name."""
 
-    def __init__(self, model):
+    def __init__(self, model, torch):
         self.tensors = {}
         heads = model.config.num_attention_heads
 
@@ -84,6 +83,24 @@ class Recorder:
             layer.attention.output.register_forward_hook(keep(p + "attention.output"))
             layer.intermediate.register_forward_hook(keep(p + "intermediate"))
             layer.output.register_forward_hook(keep(p + "output"))
+        if model.config._attn_implementation == "eager":
+            self.keep_scores(model, torch)
+
+    def keep_scores(self, model, torch):
+        """Eager attention's scores are no module's output: the input of the softmax BertSelfAttention.forward
+        calls (the scaled products plus the mask, all ones here, which adds zeros). torch's softmax is wrapped
+        in this process, keeping its input while a layer's self-attention runs."""
+        softmax, running = torch.nn.functional.softmax, []
+
+        def keep_input(x, *args, **kwargs):
+            if running:
+                self.tensors[f"layer.{running[0]}.attention.scores"] = x[0].detach().contiguous()
+            return softmax(x, *args, **kwargs)
+
+        torch.nn.functional.softmax = keep_input
+        for l, layer in enumerate(model.encoder.layer):
+            layer.attention.self.register_forward_pre_hook(lambda _m, _i, l=l: running.append(l))
+            layer.attention.self.register_forward_hook(lambda _m, _i, _o: running.clear())
 
 
 def main():
@@ -107,7 +124,7 @@ def main():
         missing(f"transformers {transformers.__version__} on torch {torch.__version__}: {e}")
     if request.get("fault"):
         add_fault(model, request["fault"])
-    recorder = Recorder(model)
+    recorder = Recorder(model, torch)
     ms = lambda since: (time.perf_counter() - since) * 1e3
     print(f"ready transformers {transformers.__version__} torch {torch.__version__} {ms(started):.3f}", flush=True)
 

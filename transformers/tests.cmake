@@ -10,7 +10,7 @@ endfunction()
 
 set(hf_verify $<TARGET_FILE:lenscheck> verify --model ${LENSCHECK_FIXTURE_DIR}/trained-mini
               --python-env ${LENSCHECK_TRANSFORMERS_ENV})
-# The clean candidate passes, tensors and display, the scores listed as not judged (no hook reaches them).
+# The clean candidate passes, every tensor of the schema and the display.
 lenscheck_transformers_test(transformers.eager-fp32.trained-mini 0
   "eager attention, torch_dtype fp32 \\(CPU.*\\(derived rule\\): PASS.*display verdict: PASS: [0-9]+ of [0-9]+ rows print differently from fp64: [0-9]+ within fp32's error, 0 beyond it.*verify: PASS"
   ${hf_verify} --candidate transformers:eager --report ${CMAKE_BINARY_DIR}/transformers-eager-fp32.md)
