@@ -9,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cli=build/lenscheck out=reports/transformers
+describe=$(git describe --always --dirty)  # before this run rewrites the committed reports
 env=${LENSCHECK_TRANSFORMERS_ENV:-.deps/transformers}
 mkdir -p "$out"
 declare -A code
@@ -50,7 +51,7 @@ read -r wall user sys < $out/all-MiniLM-L6-v2-eager-fp32.time
 {
   echo "# transformers as a candidate"
   echo
-  echo "\`scripts/transformers-report.sh\` on $(git describe --always --dirty): \`lenscheck verify --candidate"
+  echo "\`scripts/transformers-report.sh\` on $describe: \`lenscheck verify --candidate"
   echo "transformers:<eager|sdpa> --torch-dtype <fp32|fp16|bf16>\` on the 14 bundled sentences:"
   echo "$(grep -m1 -o 'candidate: transformers [0-9.]* torch [^ ]*' $out/trained-mini-eager-fp32.txt | sed 's/^candidate: //') (CPU, 1 thread),"
   echo "the pinned set-up of scripts/install-deps.sh: transformers from PyPI on Debian's python3-torch"
