@@ -53,6 +53,20 @@ fs::path DataPaths::python_env(const std::string& option) const {
   return data.parent_path() / ".deps/venv";
 }
 
+fs::path DataPaths::hf_adapter() const {
+  return checkpoints.empty() ? data / "hf-adapter.py" : data.parent_path() / "transformers/hf-adapter.py";
+}
+
+fs::path DataPaths::transformers_env(const std::string& option) const {
+  if (!option.empty()) return option;
+  if (const char* env = std::getenv("LENSCHECK_TRANSFORMERS_ENV"); env && *env) return env;
+  if (checkpoints.empty())
+    throw InputError("--python-env", "an installed lenscheck knows no Python environment with transformers: name "
+                                     "one with --python-env DIR or LENSCHECK_TRANSFORMERS_ENV (`python3 -m venv "
+                                     "DIR && DIR/bin/pip install torch transformers`)");
+  return data.parent_path() / ".deps/transformers";
+}
+
 fs::path DataPaths::bert_mini() const {
   if (checkpoints.empty())
     throw InputError("--model", "an installed lenscheck bundles no checkpoint: pass --model DIR");

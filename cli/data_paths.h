@@ -24,6 +24,11 @@ struct DataPaths {
   // so). A build tree's binary uses its checkout's onnx/ort-adapter.py and .deps/venv.
   std::filesystem::path ort_adapter() const;
   std::filesystem::path python_env(const std::string& option) const;
+  // The same for a transformers candidate: transformers/hf-adapter.py (share/lenscheck/hf-adapter.py when
+  // installed), and the environment whose python3 imports transformers and torch: --python-env, else
+  // LENSCHECK_TRANSFORMERS_ENV, else the checkout's .deps/transformers.
+  std::filesystem::path hf_adapter() const;
+  std::filesystem::path transformers_env(const std::string& option) const;
   // The default checkpoint of `mutate`; an InputError for an installed lenscheck, which bundles none.
   std::filesystem::path bert_mini() const;
   std::string bert_mini_help() const;  // what --help says of that default
@@ -38,7 +43,8 @@ DataPaths locate_data();
 // What --help says of --python-env, the option of every command that can run ONNX Runtime.
 inline constexpr const char* kPythonEnvHelp =
     "onnxruntime: the Python environment (a venv folder) whose bin/python3 imports onnxruntime (default: "
-    "LENSCHECK_PYTHON_ENV, else the checkout's .deps/venv; an installed lenscheck needs one)";
+    "LENSCHECK_PYTHON_ENV, else the checkout's .deps/venv; an installed lenscheck needs one); transformers: the "
+    "one that imports transformers and torch (default: LENSCHECK_TRANSFORMERS_ENV, else .deps/transformers)";
 
 // The checkpoint an audit runs on: --model when given, else the plan's model, which must exist.
 std::filesystem::path study_model(const StudyPlan& plan, const std::string& model_option);

@@ -14,8 +14,10 @@
 #include "common/sentences.h"
 #include "gate/verify.h"
 #include "gate/verify_report.h"
+#include "model/error.h"
 #include "onnx/candidate.h"
 #include "onnx/shipped_graph.h"
+#include "transformers/candidate.h"
 
 namespace lenscheck::cli {
 
@@ -39,10 +41,11 @@ void print_summary(const ComparisonSummary& c) {
 
 struct VerifyOptionsText {
   std::string model_dir, sentences, tolerances, reference, report, json, junit;
-  std::string candidate = "runtime", declared, plan, python_env;
+  std::string candidate = "runtime", declared, plan, python_env, fault_linear;
   bool absolute = false, require_all = false;
   size_t limit = 0;  // 0: every sentence
   onnx_export::CandidateSpec ort;
+  transformers::CandidateSpec hf;
 };
 
 int report(const VerifyResult& r, const VerifyOptionsText& o) {
@@ -110,8 +113,20 @@ Command add_verify(CLI::App& app, const Shared& shared) {
   command->add_option("--candidate", o->candidate, "runtime; onnxruntime[:fp16|:int8]: the checkpoint exported to "
                                                   "ONNX with every trace tensor and run in ONNX Runtime (CPU) on "
                                                   "every sentence; or onnx:PATH, a graph as shipped, its trace tensors "
-                                                  "found by their patterns and judged, the rest listed as not judged")
+                                                  "found by their patterns and judged, the rest listed as not judged; "
+                                                  "transformers[:eager|:sdpa]: Hugging Face transformers' BertModel "
+                                                  "(PyTorch, CPU) on the checkpoint, every trace tensor it gives judged")
       ->capture_default_str();
+  command->add_option("--torch-dtype", o->hf.torch_dtype, "transformers: the dtype the model runs in (fp32, fp16, "
+                                                         "bf16), which it declares as its scheme")
+      ->capture_default_str();
+  command->add_option("--torch-threads", o->hf.threads, "transformers: torch's intra-op threads")
+      ->capture_default_str()->check(CLI::Range(1, 256));
+  command->add_option("--candidate-model", o->hf.weights, "transformers: the checkpoint folder transformers loads "
+                                                         "(default --model), judged against --model's truth");
+  command->add_option("--fault-linear", o->fault_linear, "transformers: MODULE:DELTA, one linear layer's output "
+                                                        "times 1 + DELTA (e.g. encoder.layer.1.attention.self.value:1e-3), "
+                                                        "an op fault the gate must catch");
   command->add_option("--ort-threads", o->ort.ort.intra_op_threads, "onnxruntime: intra-op threads")
       ->capture_default_str()->check(CLI::Range(1, 256));
   command->add_option("--ort-optimization", o->ort.ort.graph_optimization, "onnxruntime: graph optimization level")
@@ -124,7 +139,7 @@ Command add_verify(CLI::App& app, const Shared& shared) {
   command->add_option("--json", o->json, "JSON report path");
   command->add_option("--junit", o->junit, "JUnit XML path");
 
-  return {command, [o, &shared] {
+  return {command, [o, &shared, command] {
             const DataPaths& data = shared.data;
             const Checkpoint ck = load_checkpoint(o->model_dir);
             const Tolerances tol = load_tolerances(data.checked(o->tolerances));
@@ -150,6 +165,18 @@ Command add_verify(CLI::App& app, const Shared& shared) {
             SentenceStream stream(data.checked(o->sentences));
             const std::vector<Sentence> sentences = stream.next(o->limit ? o->limit : stream.total());
             Candidate candidate = runtime_candidate();
+            const bool transformers_candidate = o->candidate.rfind("transformers", 0) == 0;
+            for (const char* option : {"--torch-dtype", "--torch-threads", "--candidate-model", "--fault-linear"})
+              if (!transformers_candidate && command->count(option))
+                throw InputError(option, fmt::format("only a transformers candidate takes it, not {}", o->candidate));
+            if (transformers_candidate) {
+              o->hf.attention = transformers::parse_candidate(o->candidate);
+              o->hf.torch_dtype = transformers::parse_torch_dtype(o->hf.torch_dtype);
+              if (!o->fault_linear.empty()) o->hf.fault = transformers::parse_linear_fault(o->fault_linear);
+              o->hf.adapter = data.hf_adapter();
+              o->hf.python_env = data.transformers_env(o->python_env);
+              return report(verify(ck, transformers::candidate(o->hf), sentences, o->sentences, tol, options), *o);
+            }
             if (o->candidate != "runtime") {
               o->ort.ort.adapter = data.ort_adapter();
               o->ort.ort.python_env = data.python_env(o->python_env);

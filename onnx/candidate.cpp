@@ -17,8 +17,8 @@ Variant parse_candidate(const std::string& candidate) {
     const std::string variant = candidate.substr(prefix.size());
     if (variant == "fp16" || variant == "int8") return parse_variant(variant);
   }
-  throw InputError("--candidate", fmt::format("\"{}\" is not runtime, onnxruntime, onnxruntime:fp16, onnxruntime:int8 "
-                                              "or onnx:PATH", candidate));
+  throw InputError("--candidate", fmt::format("\"{}\" is not runtime, onnxruntime, onnxruntime:fp16, onnxruntime:int8, "
+                                              "onnx:PATH or transformers[:eager|:sdpa]", candidate));
 }
 
 Arithmetic declared_arithmetic(Variant variant) {
@@ -59,7 +59,7 @@ Candidate candidate(const CandidateSpec& spec) {
                                                             const runtime::Stages* stages, unsigned) {
     if (stages) throw std::logic_error("ONNX Runtime's stages cannot be replaced");
     const std::string label = label_of(spec);
-    const onnxruntime::ScratchFolder scratch("the exported graph");
+    const ScratchFolder scratch("the exported graph");
     const std::filesystem::path graph = scratch.path() / fmt::format("bert-{}-trace.onnx", variant_name(spec.variant));
     const auto started = std::chrono::steady_clock::now();
     const ExportSummary exported = export_onnx(ck, {.variant = spec.variant, .trace = true}, graph);

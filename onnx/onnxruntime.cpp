@@ -1,214 +1,45 @@
 #include "onnx/onnxruntime.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <spawn.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "model/error.h"
-#include "model/trace_io.h"
 
 namespace lenscheck::onnxruntime {
 
-ScratchFolder::ScratchFolder(const std::string& what) {
-  char pattern[] = "/tmp/lenscheck-ort-XXXXXX";
-  if (!mkdtemp(pattern)) throw InputError("/tmp", "cannot create a folder for " + what);
-  path_ = pattern;
-}
-
-ScratchFolder::~ScratchFolder() {
-  std::error_code ignored;  // a folder that cannot be removed is left behind, not an error of the run
-  std::filesystem::remove_all(path_, ignored);
-}
-
-namespace {
-
-std::string tail_of(const std::filesystem::path& file, size_t chars = 2000) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  std::string text = s.str();
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text.size() > chars ? "..." + text.substr(text.size() - chars) : text;
-}
-
-std::filesystem::path python_of(const std::filesystem::path& env) { return env / "bin/python3"; }
-
-// Whether the environment holds the onnxruntime package (lib/pythonX.Y/site-packages/onnxruntime).
-bool has_onnxruntime(const std::filesystem::path& env) {
-  std::error_code error;
-  for (const auto& lib : std::filesystem::directory_iterator(env / "lib", error))
-    if (std::filesystem::is_directory(lib.path() / "site-packages/onnxruntime")) return true;
-  return false;
-}
-
-// The adapter as a child process: its stdout read a line at a time, each line awaited at most a bound.
-class Adapter {
- public:
-  Adapter(const Options& o, const std::filesystem::path& request, const std::filesystem::path& stderr_file,
-          const std::string& candidate)
-      : candidate_(candidate), stderr_file_(stderr_file) {
-    // posix_spawn, not fork: fork runs OpenBLAS's atfork handler, which stops its thread pool under the
-    // feet of another thread's running dgemm (calibrate judges on one thread while it starts ONNX Runtime
-    // on another), and the two wait on each other for ever. Close-on-exec pipes, so that a child started
-    // by another thread does not hold this one's pipe open.
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) != 0) throw InputError(candidate, "cannot create a pipe for the adapter");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);  // its own group, so that a kill reaches
-    posix_spawnattr_setpgroup(&attributes, 0);                      // whatever Python starts
-    // -I: isolated, so that no PYTHONPATH, PYTHONHOME or user site-packages puts another onnxruntime first.
-    std::string python = python_of(o.python_env).string(), isolated = "-I", adapter = o.adapter.string(),
-                request_file = request.string();
-    char* argv[] = {python.data(), isolated.data(), adapter.data(), request_file.data(), nullptr};
-    const int failed = posix_spawn(&pid_, python.c_str(), &actions, &attributes, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    if (failed) {
-      close(out[0]);
-      close(out[1]);
-      pid_ = -1;
-      throw InputError(candidate, fmt::format("cannot run {}: {}", python, strerror(failed)));
-    }
-    close(out[1]);
-    fd_ = out[0];
-  }
-  ~Adapter() {
-    if (pid_ > 0) {
-      kill(-pid_, SIGKILL);
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (fd_ >= 0) close(fd_);
-  }
-
-  // The next line, or an InputError naming `step` once `seconds` have passed or the adapter has ended.
-  std::string line(double seconds, const std::string& step) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    for (;;) {
-      if (const size_t end = buffer_.find('\n'); end != std::string::npos) {
-        std::string l = buffer_.substr(0, end);
-        buffer_.erase(0, end + 1);
-        return l;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0)
-        throw InputError(candidate_, fmt::format("{} took longer than {:g} s; the adapter was killed", step, seconds));
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      char chunk[4096];
-      const ssize_t n = read(fd_, chunk, sizeof chunk);
-      if (n > 0) {
-        buffer_.append(chunk, size_t(n));
-        continue;
-      }
-      int status = 0;
-      waitpid(pid_, &status, 0);
-      pid_ = -1;
-      const std::string why = WIFEXITED(status) ? fmt::format("exit code {}", WEXITSTATUS(status)) : "a signal";
-      throw InputError(candidate_, fmt::format("the adapter ended ({}) before {}: {}", why, step, tail_of(stderr_file_)));
-    }
-  }
-
-  void finish(double seconds) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline)
-        throw InputError(candidate_, fmt::format("the adapter did not exit within {:g} s of its last sentence", seconds));
-      usleep(10000);
-    }
-    pid_ = -1;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw InputError(candidate_, fmt::format("the adapter failed after its last sentence: {}", tail_of(stderr_file_)));
-  }
-
- private:
-  std::string candidate_;
-  std::filesystem::path stderr_file_;
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  std::string buffer_;
-};
-
-std::vector<std::string> words(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> w;
-  for (std::string s; in >> s;) w.push_back(s);
-  return w;
-}
-
-}  // namespace
-
 Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodings, const Options& options,
         const std::string& candidate, const std::string& precision, const Vocab& vocab) {
-  Options o = options;
-  if (o.adapter.empty()) o.adapter = LENSCHECK_ORT_ADAPTER;
-  if (o.python_env.empty()) o.python_env = LENSCHECK_PYTHON_ENV;
-  if (!std::filesystem::is_regular_file(o.adapter))
-    throw InputError(o.adapter, fmt::format("{}: the ONNX Runtime adapter script is missing", candidate));
-  if (!std::filesystem::exists(python_of(o.python_env)))
-    throw InputError(o.python_env, fmt::format("{}: no Python environment here (no bin/python3): create one with "
-                                               "`python3 -m venv {}` and install onnxruntime into it "
-                                               "(scripts/install-deps.sh does both)", candidate, o.python_env.string()));
-  if (!has_onnxruntime(o.python_env))
-    throw InputError(o.python_env, fmt::format("{}: the Python package onnxruntime is not installed in this "
-                                               "environment: install it with `{}/bin/pip install onnxruntime` "
-                                               "(scripts/install-deps.sh installs the pinned version)",
-                                               candidate, o.python_env.string()));
-  const ScratchFolder scratch("the candidate's traces");
-  const std::filesystem::path& dir = scratch.path();
-
+  AdapterCall call{.runs = "ONNX Runtime",
+                   .adapter = options.adapter.empty() ? std::filesystem::path(LENSCHECK_ORT_ADAPTER) : options.adapter,
+                   .python_env = options.python_env.empty() ? std::filesystem::path(LENSCHECK_PYTHON_ENV)
+                                                            : options.python_env,
+                   .startup_seconds = options.startup_seconds,
+                   .sentence_seconds = options.sentence_seconds,
+                   .plain = options.plain,
+                   .install_hint = "scripts/install-deps.sh installs the pinned onnxruntime"};
+  if (!std::filesystem::exists(python_of(call.python_env)))
+    throw InputError(call.python_env, fmt::format("{}: no Python environment here (no bin/python3): create one with "
+                                                  "`python3 -m venv {}` and install onnxruntime into it "
+                                                  "(scripts/install-deps.sh does both)", candidate, call.python_env.string()));
+  if (!has_package(call.python_env, "onnxruntime"))
+    throw InputError(call.python_env, fmt::format("{}: the Python package onnxruntime is not installed in this "
+                                                  "environment: install it with `{}/bin/pip install onnxruntime` "
+                                                  "(scripts/install-deps.sh installs the pinned version)",
+                                                  candidate, call.python_env.string()));
   nlohmann::json request = {{"model", std::filesystem::absolute(model).string()},
-                            {"out_dir", dir.string()},
-                            {"intra_op_threads", o.intra_op_threads},
-                            {"graph_optimization", o.graph_optimization},
+                            {"intra_op_threads", options.intra_op_threads},
+                            {"graph_optimization", options.graph_optimization},
                             {"producer", candidate},
                             {"precision", precision},
-                            {"plain", o.plain},
-                            {"sentences", nlohmann::json::array()}};
-  if (!o.optimized_model.empty()) request["optimized_model"] = std::filesystem::absolute(o.optimized_model).string();
-  if (!o.profile_prefix.empty()) request["profile_prefix"] = std::filesystem::absolute(o.profile_prefix).string();
-  for (const Encoding& e : encodings) request["sentences"].push_back(e.ids);
-  std::ofstream(dir / "request.json") << request.dump();
-
-  Adapter adapter(o, dir / "request.json", dir / "stderr.txt", candidate);
-  Run r;
-  const std::vector<std::string> ready = words(adapter.line(o.startup_seconds, "creating the session"));
-  if (ready.size() != 3 || ready[0] != "ready") throw InputError(candidate, "the adapter did not say ready");
-  r.version = ready[1];
-  r.session_ms = std::stod(ready[2]);
-  for (size_t i = 0; i < encodings.size(); ++i) {
-    const std::vector<std::string> done = words(adapter.line(o.sentence_seconds, fmt::format("sentence {}", i)));
-    if (done.size() != 3 || done[0] != "done" || done[1] != std::to_string(i))
-      throw InputError(candidate, fmt::format("the adapter answered \"{}\" for sentence {}", fmt::join(done, " "), i));
-    r.sentence_ms.push_back(std::stod(done[2]));
-    if (o.plain) continue;
-    Trace t = load_trace(dir / fmt::format("{}.safetensors", i), vocab);
-    if (t.input_ids != encodings[i].ids)
-      throw InputError(candidate, fmt::format("the trace of sentence {} holds other token ids", i));
-    t.tokens = encodings[i].tokens;
-    t.word_ids = encodings[i].word_ids;
-    r.traces.push_back(std::move(t));
-  }
-  adapter.finish(o.sentence_seconds);
-  return r;
+                            {"plain", options.plain}};
+  if (!options.optimized_model.empty())
+    request["optimized_model"] = std::filesystem::absolute(options.optimized_model).string();
+  if (!options.profile_prefix.empty())
+    request["profile_prefix"] = std::filesystem::absolute(options.profile_prefix).string();
+  AdapterRun a = run_adapter(call, std::move(request), encodings, candidate, vocab);
+  return {.version = a.version, .session_ms = a.startup_ms, .sentence_ms = std::move(a.sentence_ms),
+          .traces = std::move(a.traces)};
 }
 
 }  // namespace lenscheck::onnxruntime

@@ -5,25 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "common/python_adapter.h"
 #include "model/tokenizer.h"
 #include "model/trace.h"
 #include "model/vocab.h"
 
 namespace lenscheck::onnxruntime {
-
-// A fresh folder under /tmp for one candidate run's files (graph, request, traces), removed with
-// everything in it when the run ends, however it ends. An InputError naming `what` if none can be made.
-class ScratchFolder {
- public:
-  explicit ScratchFolder(const std::string& what);
-  ~ScratchFolder();
-  ScratchFolder(const ScratchFolder&) = delete;
-  ScratchFolder& operator=(const ScratchFolder&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 struct Options {
   std::filesystem::path adapter;        // ort-adapter.py; empty: the checkout's onnx/ort-adapter.py

