@@ -28,7 +28,7 @@ Command add_trace(CLI::App& app, const Shared& shared) {
   trace->add_option("--text", o->text, "the sentence")->required();
   trace->add_option("--impl", o->impl, "runtime or oracle")->check(CLI::IsMember({"runtime", "oracle"}));
   trace->add_option("--precision", o->precision, "the oracle's: fp32 or fp64, or fp64 simulating tf32, bf16, fp16, "
-                                                 "fp16-ort-cpu, int8 or w8a32 (the derived rule's benchmark for a candidate "
+                                                 "fp16-ort-cpu, fp16-ort-fused, int8 or w8a32 (the derived rule's benchmark for a candidate "
                                                  "declaring it)")
       ->capture_default_str();
   trace->add_option("--out", o->out, "output .safetensors")->required();

@@ -107,7 +107,7 @@ Command add_verify(CLI::App& app, const Shared& shared) {
       ->capture_default_str();
   command->add_option("--precision", o->declared, "the scheme the candidate declares (README, \"Schemes\"), in which "
                                                  "its benchmark computes and each op is recomputed: fp32, tf32, bf16, "
-                                                 "fp16, fp16-ort-cpu, int8 or w8a32. Default: the candidate's own (the "
+                                                 "fp16, fp16-ort-cpu, fp16-ort-fused, int8 or w8a32. Default: the candidate's own (the "
                                                  "runtime fp32, onnxruntime:fp16 fp16-ort-cpu, onnx:PATH what its graph "
                                                  "implies, a reference trace its precision)");
   command->add_option("--candidate", o->candidate, "runtime; onnxruntime[:fp16|:int8]: the checkpoint exported to "

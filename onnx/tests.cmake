@@ -41,7 +41,7 @@ lenscheck_onnx_test(onnxruntime.package-missing 2
 # (Which sentence is named depends on how many answers the adapter wrote before lenscheck read the first.)
 lenscheck_onnx_test(onnxruntime.sentence-timeout 2 "error: onnxruntime fp32 \\(CPU[^\n]*sentence [0-9]+ took longer than 1e-06 s"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime --ort-timeout 0.000001)
-lenscheck_onnx_test(onnxruntime.unknown-precision 2 "--precision: \"fp8\" is not a scheme lenscheck knows \\(fp32, tf32, bf16, fp16, fp16-ort-cpu, int8, w8a32\\)"
+lenscheck_onnx_test(onnxruntime.unknown-precision 2 "--precision: \"fp8\" is not a scheme lenscheck knows \\(fp32, tf32, bf16, fp16, fp16-ort-cpu, fp16-ort-fused, int8, w8a32\\)"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime:fp16 --precision fp8)
 lenscheck_onnx_test(onnxruntime.unknown-candidate 2 "--candidate: \"onnxruntime:bf16\" is not"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime:bf16)

@@ -70,6 +70,6 @@ TEST(Arithmetic, NamesTheKnownPrecisionsAndRefusesOthers) {
     FAIL() << "fp8 accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.file(), "--precision");
-    EXPECT_NE(std::string(e.what()).find("fp32, tf32, bf16, fp16, fp16-ort-cpu, int8, w8a32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fp32, tf32, bf16, fp16, fp16-ort-cpu, fp16-ort-fused, int8, w8a32"), std::string::npos) << e.what();
   }
 }
