@@ -103,3 +103,12 @@ foreach(source fp32 fp16 int8 torch-functional)
     endif()
   endforeach()
 endforeach()
+# graph-fault.py's bad input is exit 2 naming the file and the problem.
+set(graph_fault ${LENSCHECK_TORCH_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/graph-fault.py)
+lenscheck_onnx_test(onnxruntime.fault.unreadable-graph 2 "error: /nonexistent.onnx: not a readable ONNX model"
+                    ${graph_fault} /nonexistent.onnx ${CMAKE_BINARY_DIR}/fault-cells/never.onnx query 1 1e-3)
+lenscheck_onnx_test(onnxruntime.fault.no-such-layer 2
+                    "error: [^\n]*trained-mini-torch-functional.onnx: 0 parameters named …layer\\.7\\.attention\\.self\\.query\\.bias \\(none\\)"
+                    ${graph_fault} ${LENSCHECK_FIXTURE_DIR}/onnx/trained-mini-torch-functional.onnx
+                    ${CMAKE_BINARY_DIR}/fault-cells/never.onnx query 7 1e-3)
+set_tests_properties(onnxruntime.fault.no-such-layer PROPERTIES FIXTURES_REQUIRED "bert_mini;onnx_files")
