@@ -5,7 +5,8 @@ binary's and, if given, the "before" one's. A cell is a checkpoint × precision 
 runs are not all in the TSV (the matrix stopped early) is shown as not run.
 
 Usage: fault-matrix-report.py --limit N --wall S --after TSV --after-build TEXT [--before TSV --before-build TEXT]
-                              --out FILE.md
+                              [--note TEXT] --out FILE.md
+--note: how this run differed from the script's whole matrix (a subset, runs merged), printed as given.
 """
 import argparse
 import collections
@@ -14,7 +15,8 @@ import os
 
 POSITIONS = ["query", "key", "value", "attention-output", "ffn-in", "ffn-out", "layernorm"]
 PRECISIONS = ["fp32", "fp16", "int8"]
-FIELDS = ["model", "precision", "position", "delta", "stored", "exit", "pass", "global", "local", "span", "blamed", "user"]
+FIELDS = ["model", "precision", "position", "delta", "stored", "exit", "pass", "global", "local", "span", "blamed",
+          "user"]
 
 
 def read(path):
@@ -74,6 +76,7 @@ def main():
     p.add_argument("--after-build", required=True)
     p.add_argument("--before")
     p.add_argument("--before-build", default="")
+    p.add_argument("--note", default="")
     p.add_argument("--out", required=True)
     a = p.parse_args()
     after, after_user = read(a.after)
@@ -96,14 +99,14 @@ def main():
              f"- **after**: {a.after_build}; **before**: {a.before_build or 'not run'} (the local verdict without "
              "spans: a hidden tensor was not judged, the next found one globally and as its own op).",
              f"- CPU: {after_user:.0f} s user after, {before_user:.0f} s before; {a.wall} s wall, both run at "
-             "once on a machine shared with other jobs.", ""]
+             "once on a machine shared with other jobs."] + ([f"- {a.note}"] if a.note else []) + [""]
 
     false_alarms = [k for k, rows in after.items() if any(r["delta"] == "0" and r["exit"] == "1" for r in rows)]
     misses = [k for k, rows in after.items() if caught(rows)[0] is not None
               and not any(r["delta"] in ("1e-5", "1e-4", "1e-3") and r["exit"] == "1" for r in rows)]
     lines += ["## Summary", "",
               f"- {len(after)} cells run after ({len(models)} checkpoints); false alarms (a clean copy failing): "
-              f"{len(false_alarms)}" + (": " + ", ".join(" ".join(k) for k in false_alarms) if false_alarms else "") + ".",
+              f"{len(false_alarms)}" + "".join(f"; {' '.join(k)}" for k in false_alarms) + ".",
               f"- Cells not caught at δ ≤ 1e-3 after: {len(misses)}" + (":" if misses else ".")]
     lines += [f"  - {os.path.basename(m)} {pr} {po}: caught at {caught(after[(m, pr, po)])[0]}; passed at "
               f"{caught(after[(m, pr, po)])[2]}" for m, pr, po in misses]
@@ -113,15 +116,16 @@ def main():
         if runs:
             worst = {f: max(float(r[f]) for r in runs if r[f]) if any(r[f] for r in runs) else None
                      for f in ("global", "local", "span")}
-            lines.append(f"- clean copies at {precision}: worst global {ratio(worst['global'] and str(worst['global']))}, "
-                         f"local {ratio(worst['local'] and str(worst['local']))}, span "
-                         f"{ratio(worst['span'] and str(worst['span']))} (k 16).")
+            shown = {f: ratio(str(w) if w is not None else "") for f, w in worst.items()}
+            lines.append(f"- clean copies at {precision}: worst global {shown['global']}, local {shown['local']}, "
+                         f"span {shown['span']} (k 16).")
     lines.append("")
 
     for model in models:
         lines += [f"## {os.path.basename(model)}", "",
                   "| position | precision | clean after: verdict, global / local / span | caught before: δ, global / "
-                  "local / span | caught after | blamed after | passed after: largest δ |", "|---|---|---|---|---|---|---|"]
+                  "local / span | caught after | blamed after | passed after: largest δ |",
+                  "|---|---|---|---|---|---|---|"]
         for position in POSITIONS:
             for precision in PRECISIONS:
                 key = (model, precision, position)

@@ -8,20 +8,21 @@
 #   - copies times 1 + δ on the decade ladder 1e-5 … 1e-1, searched upward to the first caught (exit 1).
 # A δ the graph's dtype cannot hold (1 + δ rounds to 1 in float16) is skipped. With --before, a second
 # binary (another commit's build) runs the same matrix at the same time, its graphs its own exports, for
-# the report's "before" column (its ladder only: the clean copies' calibration is the new gate's). Results go to build/fault-matrix/*.tsv, one row per run, and
-# scripts/fault-matrix-report.py writes the Markdown report from them.
+# the report's "before" column (its ladder only: the clean copies' calibration is the new gate's). Results
+# go to WORK/after.tsv and WORK/before.tsv, one row per run; scripts/fault-matrix-report.py writes the
+# Markdown report from them.
 #
-# Usage: scripts/fault-matrix.sh [--cli BIN] [--before BIN] [--limit N] [--out FILE.md] [MODEL_DIR...]
+# Usage: scripts/fault-matrix.sh [--cli BIN] [--before BIN] [--limit N] [--out FILE.md] [--work DIR] [MODEL_DIR...]
 #   defaults: build/lenscheck, no before, 2 sentences of fixtures/sentences.yaml, reports/fault-matrix.md,
-#   the bundled fixtures in build/fixtures and the real checkpoints in .deps/models.
+#   WORK build/fault-matrix, the bundled fixtures in build/fixtures and the real checkpoints in .deps/models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=/usr/bin/python3  # Debian's, with numpy and onnx (scripts/install-deps.sh)
-cli=build/lenscheck before="" limit=2 out=reports/fault-matrix.md
+cli=build/lenscheck before="" limit=2 out=reports/fault-matrix.md work=build/fault-matrix
 while [[ $# -gt 0 && $1 == --* ]]; do
   [[ $# -ge 2 ]] || { echo "error: $1 needs a value" >&2; exit 2; }
   case $1 in
-    --cli) cli=$2 ;; --before) before=$2 ;; --limit) limit=$2 ;; --out) out=$2 ;;
+    --cli) cli=$2 ;; --before) before=$2 ;; --limit) limit=$2 ;; --out) out=$2 ;; --work) work=$2 ;;
     *) echo "error: unknown option $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -29,7 +30,8 @@ done
 models=("$@")
 if [[ ${#models[@]} -eq 0 ]]; then
   # trained-mini and the real checkpoints first, bert-base-shape last (a run takes it 14 s of CPU, the others 3 s)
-  models=(build/fixtures/trained-mini .deps/models/* build/fixtures/{bert-mini,planted-sink,saturated-sink,saturated-peaks,bert-base-shape})
+  models=(build/fixtures/trained-mini .deps/models/*
+          build/fixtures/{bert-mini,planted-sink,saturated-sink,saturated-peaks,bert-base-shape})
 fi
 for bin in "$cli" ${before:+"$before"}; do
   [[ -x $bin ]] || { echo "error: $bin: no such executable" >&2; exit 2; }
@@ -37,7 +39,6 @@ done
 for model in "${models[@]}"; do
   [[ -f $model/config.json ]] || { echo "error: $model: not a checkpoint folder (no config.json)" >&2; exit 2; }
 done
-work=build/fault-matrix
 mkdir -p "$work"
 
 positions=(query key value attention-output ffn-in ffn-out layernorm)

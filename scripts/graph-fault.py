@@ -79,7 +79,7 @@ def main():
     user = users[0]
     if position == "layernorm":
         if user.op_type not in ("LayerNormalization", "Add"):
-            fail(f"{src}: {bias} feeds a {user.op_type} ({user.name}), not a LayerNormalization or the final Add of one")
+            fail(f"{src}: {bias} feeds a {user.op_type} ({user.name}), not a LayerNormalization or its final Add")
         scaled = user.output[0]
         where = f"the output of {user.op_type} {user.name}"
     else:
