@@ -108,7 +108,7 @@ def main():
               f"- {len(after)} cells run after ({len(models)} checkpoints); false alarms (a clean copy failing): "
               f"{len(false_alarms)}" + "".join(f"; {' '.join(k)}" for k in false_alarms) + ".",
               f"- Cells not caught at δ ≤ 1e-3 after: {len(misses)}" + (":" if misses else ".")]
-    lines += [f"  - {os.path.basename(m)} {pr} {po}: caught at {caught(after[(m, pr, po)])[0]}; passed at "
+    lines += [f"  - {os.path.basename(m)} {pr} {po}: caught {caught(after[(m, pr, po)])[0]}; passed "
               f"{caught(after[(m, pr, po)])[2]}" for m, pr, po in misses]
     lines.append("")
     for precision in PRECISIONS:
