@@ -254,7 +254,7 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
           if (const onnx::NodeProto* mm = graph.made_by(gelu->input(0), "MatMul"))
             lin = Linear{.input = mm->input(0), .weight = graph.initializer(mm->input(1)),
                          .bias = graph.initializer(gelu->input(1))};
-      if (lin && lin->input == from && lin->weight && lin->bias && lin->weight->dims_size() == 2 &&
+      if (lin && lin->weight && lin->bias && lin->weight->dims_size() == 2 &&
           lin->weight->dims(lin->in_out ? 0 : 1) == in && lin->weight->dims(lin->in_out ? 1 : 0) == out)
         return lin;
       if (const onnx::NodeProto* n = graph.producer(v); n && v != from)

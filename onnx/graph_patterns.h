@@ -75,10 +75,11 @@ struct Linear {
 std::optional<Linear> linear_behind(const GraphIndex& graph, const std::string& value);
 
 // The value up to 12 producers back from `value` (through non-constant inputs, never behind `from`) that a
-// linear layer with a weight of `in` × `out` reading `from` makes: the FFN's first layer, behind its
-// activation (torch.onnx's erf and tanh GELU, F.gelu's or written out, put it 2 producers back; 12 leaves
-// room for longer activations). `from`, the FFN's input, keeps the walk in its layer: an op the patterns do
-// not expect between the two leaves the layer unlocated rather than located in an earlier layer.
+// linear layer with a weight of `in` × `out` makes: the FFN's first layer, behind its activation
+// (torch.onnx's erf and tanh GELU, F.gelu's or written out, put it 2 producers back; 12 leaves room for
+// longer activations). `from`, the FFN's input, keeps the walk in its layer: an op the patterns do not
+// expect between the linear layer and its activation leaves it unlocated rather than located in the
+// layer before.
 std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& value, const std::string& from,
                                     int64_t in, int64_t out);
 
