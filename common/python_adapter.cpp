@@ -156,6 +156,20 @@ std::vector<std::string> words(const std::string& line) {
   return w;
 }
 
+// The milliseconds an adapter's `line` ("ready … MS", "done I MS") ends with; InputError naming the line
+// where that is not a number.
+double milliseconds(const std::string& word, const std::string& candidate, const std::string& line) {
+  size_t used = 0;
+  double ms = 0;
+  try {
+    ms = std::stod(word, &used);
+  } catch (const std::exception&) {
+  }
+  if (used == 0 || used != word.size() || !std::isfinite(ms))
+    throw InputError(candidate, fmt::format("the adapter's \"{}\" line ends with \"{}\", not its milliseconds", line, word));
+  return ms;
+}
+
 }  // namespace
 
 AdapterRun run_adapter(const AdapterCall& call, nlohmann::json request, const std::vector<Encoding>& encodings,
@@ -174,13 +188,13 @@ AdapterRun run_adapter(const AdapterCall& call, nlohmann::json request, const st
   const std::vector<std::string> ready = words(adapter.line(call.startup_seconds, "starting", call.install_hint));
   if (ready.size() < 3 || ready[0] != "ready") throw InputError(candidate, "the adapter did not say ready");
   r.version = fmt::format("{}", fmt::join(ready.begin() + 1, ready.end() - 1, " "));
-  r.startup_ms = std::stod(ready.back());
+  r.startup_ms = milliseconds(ready.back(), candidate, "ready");
   for (size_t i = 0; i < encodings.size(); ++i) {
     const std::vector<std::string> done =
         words(adapter.line(call.sentence_seconds, fmt::format("sentence {}", i), call.install_hint));
     if (done.size() != 3 || done[0] != "done" || done[1] != std::to_string(i))
       throw InputError(candidate, fmt::format("the adapter answered \"{}\" for sentence {}", fmt::join(done, " "), i));
-    r.sentence_ms.push_back(std::stod(done[2]));
+    r.sentence_ms.push_back(milliseconds(done[2], candidate, fmt::format("done {}", i)));
     if (call.plain) continue;
     Trace t = load_trace(dir / fmt::format("{}.safetensors", i), vocab);
     if (t.input_ids != encodings[i].ids)

@@ -66,11 +66,6 @@ bool is_residual_lens(const std::string& name) {
   return name.find(".lens.residual") != std::string::npos || name.find(".mixing_ratio.") != std::string::npos;
 }
 
-bool is_lens_tensor(const std::string& name) {
-  return name.find(".lens.") != std::string::npos || name.ends_with(".value_norm") ||
-         name.ends_with(".transformed_norm") || is_residual_lens(name);
-}
-
 std::vector<TensorSpec> trace_schema(const BertConfig& c, int64_t T) {
   auto length = [&](Extent e) -> int64_t {
     switch (e) {

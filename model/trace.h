@@ -52,9 +52,6 @@ std::string trace_name(int layer, LayerTensor tensor);
 // A tensor of the residual lens (lens.residual_*, mixing_ratio.*): ONNX graphs do not compute it, and
 // lenscheck derives it from their trace (runtime::Encoder::derive_lenses).
 bool is_residual_lens(const std::string& name);
-// A tensor the lens code computes from a layer's attention.value and attention.probs (value_norm,
-// transformed_norm, lens.*, mixing_ratio.*): what runtime::Encoder::derive_lenses adds to a trace.
-bool is_lens_tensor(const std::string& name);
 
 // Every tensor a complete trace holds for `tokens` tokens, in forward order.
 std::vector<TensorSpec> trace_schema(const BertConfig& config, int64_t tokens);

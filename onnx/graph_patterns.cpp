@@ -251,9 +251,11 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
       // activation.
       for (const char* op : {"BiasGelu", "FastGelu"})
         if (const onnx::NodeProto* gelu = graph.made_by(v, op); gelu && gelu->input_size() > 1)
-          if (const onnx::NodeProto* mm = graph.made_by(gelu->input(0), "MatMul"))
-            lin = Linear{.input = mm->input(0), .weight = graph.initializer(mm->input(1)),
-                         .bias = graph.initializer(gelu->input(1))};
+          if (const onnx::NodeProto* mm = graph.made_by(gelu->input(0), "MatMul")) {
+            const GraphIndex::Stored w = graph.stored(mm->input(1));
+            lin = Linear{.input = mm->input(0), .weight = w.tensor, .dequantized = w.dequantized,
+                         .bias = graph.initializer(gelu->input(1)), .in_out = !w.transposed};
+          }
       if (lin && lin->weight && lin->bias && lin->weight->dims_size() == 2 &&
           lin->weight->dims(lin->in_out ? 0 : 1) == in && lin->weight->dims(lin->in_out ? 1 : 0) == out)
         return lin;

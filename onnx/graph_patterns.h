@@ -59,7 +59,7 @@ int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, int64_t
 
 // A linear layer: its input x, weight (float, float16 or int8), how an int8 weight is dequantized, its bias,
 // and whether the graph holds the weight as MatMul's W[in, out] (not nn.Linear's [out, in] behind a
-// Transpose, or Gemm's with transB). Where one weight and bias hold several layers side by side (ONNX
+// Transpose, or Gemm's with transB). Where one weight and bias hold `packed` layers side by side (ONNX
 // Runtime's Attention packs Q, K and V into W[in, 3·out]), `first_channel` is this layer's first output
 // channel in them.
 struct Linear {
@@ -68,7 +68,7 @@ struct Linear {
   std::optional<Dequantization> dequantized = std::nullopt;
   const onnx::TensorProto* bias = nullptr;
   bool in_out = true;
-  int64_t first_channel = 0;
+  int64_t packed = 1, first_channel = 0;
 };
 
 // The linear layer whose output (after its bias) is `value`, if one of the forms is there.

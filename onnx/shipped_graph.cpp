@@ -159,13 +159,13 @@ GraphValues values_of(const onnx::TensorProto& t, const std::optional<Dequantiza
 }
 
 // A located weight: the tensor, how the graph dequantizes it, whether the graph holds W[in, out] of the
-// checkpoint's W[out, in], and the parameter's first output channel in the tensor, which may hold others
-// beside it (a packed Q, K and V).
+// checkpoint's W[out, in], and, where the tensor holds `packed` parameters side by side (Q, K and V),
+// this one's first output channel in it.
 struct GraphWeight {
   const onnx::TensorProto* tensor = nullptr;
   std::optional<Dequantization> dequantized = std::nullopt;
   bool transposed = false;
-  int64_t first_channel = 0;
+  int64_t packed = 1, first_channel = 0;
 };
 
 // One parameter of the checkpoint against the graph's: equal in fp32, equal once rounded to the
@@ -181,7 +181,9 @@ std::optional<std::string> differs(const std::string& name, const Param& p, cons
   const size_t channels = !matrix                      ? g.values.size()
                           : w.tensor->dims_size() == 2 ? size_t(w.tensor->dims(w.transposed ? 1 : 0))
                                                        : 0;
-  if (channels == 0 || g.values.size() != channels * (matrix ? in : 1) || first + (matrix ? out : in) > channels)
+  const size_t own = matrix ? out : in;  // this parameter's channels
+  if (channels == 0 || channels != size_t(w.packed) * own || g.values.size() != channels * (matrix ? in : 1) ||
+      first + own > channels)
     return fmt::format("{} has {} values in the graph{}, {} in the checkpoint", name, g.values.size(),
                        first ? fmt::format(" (from channel {})", first) : "", p.values.size());
   auto graph_index = [&](size_t o, size_t i) {
@@ -366,10 +368,11 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   };
   auto check_linear = [&](const std::string& prefix, const std::optional<Linear>& lin, const Param& weight,
                           const Param& bias) {
-    const int64_t first = lin ? lin->first_channel : 0;
+    const int64_t packed = lin ? lin->packed : 1, first = lin ? lin->first_channel : 0;
     check(prefix + ".weight", weight,
-          lin ? GraphWeight{lin->weight, lin->dequantized, lin->in_out, first} : GraphWeight{}, true);
-    check(prefix + ".bias", bias, {.tensor = lin ? lin->bias : nullptr, .first_channel = first}, false);
+          lin ? GraphWeight{lin->weight, lin->dequantized, lin->in_out, packed, first} : GraphWeight{}, true);
+    check(prefix + ".bias", bias, {.tensor = lin ? lin->bias : nullptr, .packed = packed, .first_channel = first},
+          false);
   };
   // The embedding tables, by the shapes of what reads them: Gather and Slice's first input, ONNX Runtime's
   // EmbedLayerNormalization's three tables.
@@ -407,9 +410,10 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
             for (int64_t size : sizes.ints())
               if (size != config.hidden_size) return std::nullopt;
         const int64_t which = tensor == LT::query ? 0 : tensor == LT::key ? 1 : 2;
-        return Linear{.input = a.input(0), .weight = graph.initializer(a.input(1)),
-                      .bias = a.input_size() > 2 ? graph.initializer(a.input(2)) : nullptr,
-                      .first_channel = which * config.hidden_size};
+        const GraphIndex::Stored w = graph.stored(a.input(1));
+        return Linear{.input = a.input(0), .weight = w.tensor, .dequantized = w.dequantized,
+                      .bias = a.input_size() > 2 ? graph.initializer(a.input(2)) : nullptr, .in_out = !w.transposed,
+                      .packed = 3, .first_channel = which * config.hidden_size};
       }
       const auto it = found.split.find(trace_name(l, tensor));
       const onnx::NodeProto* r = it == found.split.end() ? nullptr : graph.made_by(it->second, "Reshape");
@@ -491,7 +495,9 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   found.values[trace_name(L - 1, LT::output)] = "last_hidden_state";
 
   const std::vector<const onnx::NodeProto*> softmaxes = graph.nodes("Softmax");
-  const std::vector<const onnx::NodeProto*> attention_ops = graph.nodes("Attention");
+  // ONNX Runtime's com.microsoft.Attention (ONNX's own Attention, opset 23, takes Q, K and V apart).
+  std::vector<const onnx::NodeProto*> attention_ops = graph.nodes("Attention");
+  std::erase_if(attention_ops, [](const onnx::NodeProto* n) { return n->domain() != "com.microsoft"; });
   std::string attention_why;
   if (attention_ops.size() == size_t(L)) {
     attention_why = fmt::format("inside {}.Attention (ONNX Runtime's fused attention), which hides the queries, keys, "

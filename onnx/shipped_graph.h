@@ -27,7 +27,7 @@ struct FoundGraph {
   // computes, are derived from them by the runtime's lens code (runtime::Encoder::derive_lenses).
   bool lenses_derived = false;
   Arithmetic implied = Arithmetic::fp32;  // what its initializers and ops imply
-  std::string implied_by;                 // "float16 initializers", "MatMulInteger", "float32 throughout"
+  std::string implied_by;                 // why: "its initializers are float16", …
   bool dequantize_linear = false;         // it has DequantizeLinear nodes
   size_t nodes = 0, initializers = 0;
   // The checkpoint's parameters that the patterns locate in the graph, each against the graph's: equal in

@@ -68,7 +68,7 @@ std::vector<Unreachable> unreachable_of(const BertConfig& config, Attention atte
       hidden.push_back({name, "SDPA fuses scores, softmax and the weighted sum in one call"});
     else if (attention == Attention::sdpa && name.ends_with(".attention.probs"))
       hidden.push_back({name, "SDPA computes no probabilities: torch's scaled_dot_product_attention fuses them"});
-    else if (attention == Attention::sdpa && is_lens_tensor(name))
+    else if (attention == Attention::sdpa && !runtime::lens_inputs(name).empty())
       hidden.push_back({name, "a lens tensor, derived from the candidate's attention.probs, which SDPA does not compute"});
   }
   return hidden;
@@ -121,10 +121,9 @@ Candidate candidate(const CandidateSpec& spec) {
       const runtime::Encoder lens_code(ck.config, ck.weights);
       const FloatFormat stored = scheme_of(declared_arithmetic(spec.torch_dtype)).stored;
       for (Trace& trace : r.traces) {
-        lens_code.derive_lenses(trace);
-        for (auto& [tensor, values] : trace.tensors)
-          if (is_lens_tensor(tensor))
-            for (double& v : values.values) v = round_to(stored, v);
+        r.derived = lens_code.derive_lenses(trace);  // the same for every trace: each holds what the hooks give
+        for (const std::string& tensor : r.derived)
+          for (double& v : trace.find(tensor)->values) v = round_to(stored, v);
       }
     }
     r.label = fmt::format("{} BertModel, {} attention, torch_dtype {} (CPU, {} thread{})", run.version,
