@@ -364,6 +364,10 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
     if (gw.dequantized) ++f.weights_dequantized;
     if (w8a32 && bool(gw.dequantized) != quantized_by_scheme)
       f.scheme_problems.push_back(fmt::format("{} is {}", name, gw.dequantized ? "int8" : "not quantized"));
+    // w8a32's scales run along the output channels: W[in, out]'s axis 1, W[out, in]'s and a table's axis 0.
+    if (w8a32 && gw.dequantized && gw.dequantized->axis >= 0 && gw.dequantized->axis != (gw.transposed ? 1 : 0))
+      f.scheme_problems.push_back(fmt::format("{} is scaled along axis {}, not its output channels", name,
+                                              gw.dequantized->axis));
     if (const std::optional<std::string> problem = differs(name, p, gw, w8a32)) f.weight_problems.push_back(*problem);
   };
   auto check_linear = [&](const std::string& prefix, const std::optional<Linear>& lin, const Param& weight,
