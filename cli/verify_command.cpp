@@ -40,7 +40,7 @@ void print_summary(const ComparisonSummary& c) {
 }
 
 struct VerifyOptionsText {
-  std::string model_dir, sentences, tolerances, reference, report, json, junit;
+  std::string model_dir, vocab, sentences, tolerances, reference, report, json, junit;
   std::string candidate = "runtime", declared, plan, python_env, fault_linear;
   bool absolute = false, require_all = false;
   size_t limit = 0;  // 0: every sentence
@@ -83,7 +83,13 @@ Command add_verify(CLI::App& app, const Shared& shared) {
   o->plan = shared.data.study_plan();
   auto* command = app.add_subcommand("verify", "run the runtime and libtorch in fp32 and fp64 on every sentence; "
                                               "judge every tensor of the runtime against the fp64 truth");
-  command->add_option("--model", o->model_dir, "Hugging Face BERT checkpoint directory")->required();
+  auto* model = command->add_option("--model", o->model_dir, "Hugging Face BERT checkpoint directory; without it, "
+                                                           "--candidate onnx:PATH reads the checkpoint from the "
+                                                           "graph (config from its shapes, its own weights)");
+  command->add_option("--vocab", o->vocab, "without --model, onnx:PATH: the tokenizer, a folder (vocab.txt, "
+                                          "tokenizer.json, tokenizer_config.json) or one vocab.txt or tokenizer.json "
+                                          "(default: the graph's folder)")
+      ->excludes(model);
   command->add_option("--sentences", o->sentences, "sentences YAML, or a corpus of one sentence per line (.txt, as "
                                                   "make-corpus writes it; ids line-N, blank lines skipped)")
       ->capture_default_str();
@@ -141,7 +147,16 @@ Command add_verify(CLI::App& app, const Shared& shared) {
 
   return {command, [o, &shared, command] {
             const DataPaths& data = shared.data;
-            const Checkpoint ck = load_checkpoint(o->model_dir);
+            const bool shipped_graph = o->candidate.rfind("onnx:", 0) == 0;
+            if (o->model_dir.empty() && !shipped_graph)
+              throw InputError("--model", fmt::format("is required, except with --candidate onnx:PATH (a graph, "
+                                                      "whose weights are then its own), not {}",
+                                                      o->candidate));
+            if (!o->vocab.empty() && !shipped_graph)
+              throw InputError("--vocab", "only a graph read without --model (--candidate onnx:PATH) takes it");
+            const Checkpoint ck = o->model_dir.empty()
+                                      ? onnx_export::graph_checkpoint(o->candidate.substr(5), o->vocab)
+                                      : load_checkpoint(o->model_dir);
             const Tolerances tol = load_tolerances(data.checked(o->tolerances));
             // Read before any candidate runs: a missing or malformed display file is bad input, not a late
             // failure.
@@ -181,8 +196,8 @@ Command add_verify(CLI::App& app, const Shared& shared) {
               o->ort.ort.adapter = data.ort_adapter();
               o->ort.ort.python_env = data.python_env(o->python_env);
             }
-            if (o->candidate.rfind("onnx:", 0) == 0) {
-              candidate = onnx_export::shipped_candidate(o->candidate.substr(5), o->ort.ort);
+            if (shipped_graph) {
+              candidate = onnx_export::shipped_candidate(o->candidate.substr(5), o->ort.ort, o->model_dir.empty());
             } else if (o->candidate != "runtime") {
               o->ort.variant = onnx_export::parse_candidate(o->candidate);
               candidate = onnx_export::candidate(o->ort);

@@ -280,14 +280,17 @@ TokenizerJson read_tokenizer_json(const fs::path& file) {
   return t;
 }
 
-CheckpointTokenizer load_checkpoint_tokenizer(const fs::path& dir, const BertConfig& config) {
+CheckpointTokenizer load_tokenizer(const TokenizerSource& source, const BertConfig& config) {
+  const fs::path& dir = source.dir;
   CheckpointTokenizer out;
   TokenizerSettings& s = out.settings;
   s.max_tokens = {static_cast<size_t>(config.max_position_embeddings),
-                  fmt::format("max_position_embeddings in {}", (dir / "config.json").string())};
-  const fs::path txt_file = dir / "vocab.txt", json_file = dir / "tokenizer.json";
+                  fmt::format("max_position_embeddings in {}", source.sizes_from)};
+  const bool named = !source.file.empty(), named_json = named && source.file.extension() == ".json";
+  const fs::path txt_file = named ? (named_json ? fs::path() : source.file) : dir / "vocab.txt";
+  const fs::path json_file = named ? (named_json ? source.file : fs::path()) : dir / "tokenizer.json";
   std::optional<TokenizerJson> tokenizer_json;
-  if (fs::exists(json_file)) {
+  if (!json_file.empty() && fs::exists(json_file)) {
     tokenizer_json = read_tokenizer_json(json_file);
     s.max_input_chars_per_word = {tokenizer_json->max_input_chars_per_word,
                                   fmt::format("model.max_input_chars_per_word in {}", json_file.string())};
@@ -296,7 +299,7 @@ CheckpointTokenizer load_checkpoint_tokenizer(const fs::path& dir, const BertCon
   if (fs::exists(dir / "sentence_bert_config.json")) apply_sentence_bert_config(dir / "sentence_bert_config.json", s);
 
   if (tokenizer_json) {
-    if (fs::exists(txt_file)) {
+    if (!txt_file.empty() && fs::exists(txt_file)) {
       check_vocabularies_agree(Vocab::load(txt_file), txt_file, tokenizer_json->vocab);
       out.notes.push_back(fmt::format("vocabulary from {} (as HF's fast tokenizer); vocab.txt holds the same tokens "
                                       "with the same ids", json_file.filename().string()));
@@ -304,15 +307,17 @@ CheckpointTokenizer load_checkpoint_tokenizer(const fs::path& dir, const BertCon
     note_overridden_normalizer(*tokenizer_json, json_file, out);
     out.vocab = std::move(tokenizer_json->vocab);
     out.vocab_file = json_file;
-  } else if (fs::exists(txt_file)) {
+  } else if (!txt_file.empty() && fs::exists(txt_file)) {
     out.vocab = Vocab::load(txt_file);
     out.vocab_file = txt_file;
+  } else if (named) {
+    throw InputError(source.file, "missing");
   } else {
     throw InputError(txt_file, "missing, and no tokenizer.json beside it");
   }
   if (static_cast<int>(out.vocab.size()) != config.vocab_size)
-    throw InputError(out.vocab_file, fmt::format("has {} tokens but config.json says vocab_size {}", out.vocab.size(),
-                                                 config.vocab_size));
+    throw InputError(out.vocab_file, fmt::format("has {} tokens but {} says vocab_size {}", out.vocab.size(),
+                                                 source.sizes_from, config.vocab_size));
   return out;
 }
 

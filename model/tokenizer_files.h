@@ -41,10 +41,19 @@ struct CheckpointTokenizer {
   TokenizerSettings settings;
   std::vector<std::string> notes;    // what the user should know: a file checked against another, a flag overridden
 };
-// The vocabulary and settings of the Transformer folder `dir`, for a model of `config` (config.json):
-// max tokens is the smallest of max_position_embeddings, tokenizer_config.json's model_max_length and
-// sentence_bert_config.json's max_seq_length. Where vocab.txt and tokenizer.json both exist they must
-// hold the same tokens with the same ids.
-CheckpointTokenizer load_checkpoint_tokenizer(const std::filesystem::path& dir, const BertConfig& config);
+// Where a model's tokenizer is read from: a folder as a checkpoint ships it (tokenizer.json where there is
+// one, as HF's fast tokenizer reads it, else vocab.txt; tokenizer_config.json and sentence_bert_config.json
+// beside them), or one vocabulary file in it named (`file`: a tokenizer.json by its .json name, else a
+// vocab.txt). `sizes_from` names what gave the model's vocab_size and max_position_embeddings, for the errors.
+struct TokenizerSource {
+  std::filesystem::path dir;
+  std::filesystem::path file{};
+  std::string sizes_from;
+};
+// The vocabulary and settings, for a model of `config`: max tokens is the smallest of
+// max_position_embeddings, tokenizer_config.json's model_max_length and sentence_bert_config.json's
+// max_seq_length. Where vocab.txt and tokenizer.json are both read they must hold the same tokens with the
+// same ids.
+CheckpointTokenizer load_tokenizer(const TokenizerSource& source, const BertConfig& config);
 
 }  // namespace lenscheck

@@ -1,7 +1,10 @@
 #include "onnx/graph_patterns.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <initializer_list>
+#include <set>
 
 namespace lenscheck::onnx_export {
 
@@ -45,6 +48,53 @@ int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, int64_t
   for (const onnx::AttributeProto& a : n.attribute())
     if (a.name() == name) return a.i();
   return otherwise;
+}
+
+double float_attribute(const onnx::NodeProto& n, const std::string& name, double otherwise) {
+  for (const onnx::AttributeProto& a : n.attribute())
+    if (a.name() == name) return a.f();
+  return otherwise;
+}
+
+std::vector<double> floats_of(const onnx::TensorProto& t) {
+  const std::string& raw = t.raw_data();
+  std::vector<double> v;
+  if (t.data_type() == onnx::TensorProto::FLOAT) {
+    if (raw.empty()) v.assign(t.float_data().begin(), t.float_data().end());
+    for (size_t i = 0; i + 4 <= raw.size(); i += 4) {
+      float f;
+      std::memcpy(&f, raw.data() + i, 4);
+      v.push_back(f);
+    }
+  } else if (t.data_type() == onnx::TensorProto::FLOAT16) {
+    for (size_t i = 0; i + 2 <= raw.size(); i += 2) {
+      _Float16 h;
+      std::memcpy(&h, raw.data() + i, 2);
+      v.push_back(static_cast<float>(h));
+    }
+  }
+  return v;
+}
+
+std::vector<int64_t> int64s_of(const onnx::TensorProto& t) {
+  const std::string& raw = t.raw_data();
+  std::vector<int64_t> v;
+  if (t.data_type() == onnx::TensorProto::INT64) {
+    if (raw.empty()) v.assign(t.int64_data().begin(), t.int64_data().end());
+    for (size_t i = 0; i + 8 <= raw.size(); i += 8) {
+      int64_t x;
+      std::memcpy(&x, raw.data() + i, 8);
+      v.push_back(x);
+    }
+  } else if (t.data_type() == onnx::TensorProto::INT32) {
+    if (raw.empty()) v.assign(t.int32_data().begin(), t.int32_data().end());
+    for (size_t i = 0; i + 4 <= raw.size(); i += 4) {
+      int32_t x;
+      std::memcpy(&x, raw.data() + i, 4);
+      v.push_back(x);
+    }
+  }
+  return v;
 }
 
 namespace {
@@ -268,6 +318,24 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
   return std::nullopt;
 }
 
+std::vector<std::string> ops_back_to_linear(const GraphIndex& graph, const std::string& value,
+                                            const std::string& from) {
+  static const std::set<std::string> linear = {"MatMul", "Gemm", "FusedMatMul", "MatMulInteger"};
+  std::set<std::string> ops;
+  std::vector<std::string> frontier = {value};
+  for (int steps = 0; steps < 12 && !frontier.empty(); ++steps) {
+    std::vector<std::string> next;
+    for (const std::string& v : frontier)
+      if (const onnx::NodeProto* n = graph.producer(v); n && v != from && !linear.count(n->op_type())) {
+        ops.insert(n->op_type());
+        for (const std::string& i : n->input())
+          if (!i.empty() && !graph.constant(i)) next.push_back(i);
+      }
+    frontier = std::move(next);
+  }
+  return {ops.begin(), ops.end()};
+}
+
 namespace {
 
 // The node reading `value` as `op` whose other input is a constant, and that constant.
@@ -293,9 +361,10 @@ std::vector<const onnx::NodeProto*> deviations(const GraphIndex& graph, const on
   return d;
 }
 
-// Whether `value` is σ = Sqrt(ReduceMean(d²) + ε) of x's deviations from `mean`: the square Pow(d, 2) or
-// Mul(d, d), d any Sub(x, mean) (TensorFlow-ONNX computes it apart from the one normalized).
-bool deviation(const GraphIndex& graph, const std::string& value, const onnx::NodeProto& mean) {
+// The ε of `value` = σ = Sqrt(ReduceMean(d²) + ε) of x's deviations from `mean`, where it is that: the square
+// Pow(d, 2) or Mul(d, d), d any Sub(x, mean) (TensorFlow-ONNX computes it apart from the one normalized).
+// An ε that is no scalar constant is NaN.
+std::optional<double> deviation(const GraphIndex& graph, const std::string& value, const onnx::NodeProto& mean) {
   const onnx::NodeProto* sqrt = graph.made_by(value, "Sqrt");
   const onnx::NodeProto* add = sqrt ? graph.made_by(sqrt->input(0), "Add") : nullptr;
   for (int i = 0; add && i < 2; ++i) {
@@ -306,44 +375,57 @@ bool deviation(const GraphIndex& graph, const std::string& value, const onnx::No
     if (const onnx::NodeProto* mul = graph.made_by(var->input(0), "Mul"); mul && mul->input(0) == mul->input(1))
       square = mul;
     const onnx::NodeProto* d = square ? graph.made_by(square->input(0), "Sub") : nullptr;
-    if (d && d->input(0) == mean.input(0) && d->input(1) == mean.output(0)) return true;
+    if (d && d->input(0) == mean.input(0) && d->input(1) == mean.output(0)) {
+      const onnx::TensorProto* eps = graph.initializer(add->input(1 - i));
+      const std::vector<double> v = eps ? floats_of(*eps) : std::vector<double>{};
+      return v.size() == 1 ? v[0] : std::nan("");
+    }
   }
-  return false;
+  return std::nullopt;
 }
 
-// Whether `value` is 1/σ: Reciprocal(σ) or Div(1, σ).
-bool inverse_deviation(const GraphIndex& graph, const std::string& value, const onnx::NodeProto& mean) {
+// The ε of `value` = 1/σ, where it is that: Reciprocal(σ) or Div(1, σ).
+std::optional<double> inverse_deviation(const GraphIndex& graph, const std::string& value,
+                                        const onnx::NodeProto& mean) {
   if (const onnx::NodeProto* r = graph.made_by(value, "Reciprocal")) return deviation(graph, r->input(0), mean);
   const onnx::NodeProto* div = graph.made_by(value, "Div");
-  return div && graph.constant(div->input(0)) && deviation(graph, div->input(1), mean);
+  if (!div || !graph.constant(div->input(0))) return std::nullopt;
+  return deviation(graph, div->input(1), mean);
 }
 
-// (d / σ or d · 1/σ) · γ + β from `normalized`, whatever made it.
+// (d / σ or d · 1/σ) · γ + β from `normalized`, whatever made it, σ's ε `epsilon`.
 std::optional<Norm> scaled_and_shifted(const GraphIndex& graph, const onnx::NodeProto& mean,
-                                       const std::string& normalized) {
+                                       const std::string& normalized, double epsilon) {
   const auto [mul, gain] = affine(graph, normalized, "Mul");
   const auto [add, bias] = mul ? affine(graph, mul->output(0), "Add") : std::pair{nullptr, nullptr};
   if (!add) return std::nullopt;
-  return Norm{.input = mean.input(0), .output = add->output(0), .gain = gain, .bias = bias};
+  return Norm{.input = mean.input(0), .output = add->output(0), .gain = gain, .bias = bias, .epsilon = epsilon};
 }
 
 // LayerNorm forms, each from the node it anchors at. One recogniser per form.
 using NormForm = std::optional<Norm> (*)(const GraphIndex&, const onnx::NodeProto& anchor);
 
-// LayerNormalization: opset 17's op (torch.onnx writes it from opset 17), ONNX Runtime's fusion.
+// LayerNormalization: opset 17's op (torch.onnx writes it from opset 17), ONNX Runtime's fusion. ε defaults to
+// 1e-5 (the ONNX operator's specification).
 std::optional<Norm> layer_normalization(const GraphIndex& graph, const onnx::NodeProto& n) {
   return Norm{.input = n.input(0), .output = n.output(0),
               .gain = n.input_size() > 1 ? graph.initializer(n.input(1)) : nullptr,
-              .bias = n.input_size() > 2 ? graph.initializer(n.input(2)) : nullptr};
+              .bias = n.input_size() > 2 ? graph.initializer(n.input(2)) : nullptr,
+              .epsilon = float_attribute(n, "epsilon", 1e-5)};
 }
+
+// ONNX Runtime's contrib LayerNorm ops default ε to 1e-12 (its contrib_defs: kDefaultSkipLayerNormEpsilon,
+// kDefaultEmbedLayerNormEpsilon); its fusion writes the fused LayerNorm's.
+constexpr double kOrtContribLayerNormEpsilon = 1e-12;
 
 // torch.onnx at opsets below 17 (nn.LayerNorm and F.layer_norm alike), and LayerNorm written by hand:
 // (x − mean) / σ · γ + β.
 std::optional<Norm> divided_by_deviation(const GraphIndex& graph, const onnx::NodeProto& mean) {
   for (const onnx::NodeProto* d : deviations(graph, mean))
     for (const onnx::NodeProto* div : graph.readers(d->output(0), "Div"))
-      if (div->input(0) == d->output(0) && deviation(graph, div->input(1), mean))
-        if (std::optional<Norm> norm = scaled_and_shifted(graph, mean, div->output(0))) return norm;
+      if (const std::optional<double> eps = div->input(0) == d->output(0) ? deviation(graph, div->input(1), mean)
+                                                                          : std::nullopt)
+        if (std::optional<Norm> norm = scaled_and_shifted(graph, mean, div->output(0), *eps)) return norm;
   return std::nullopt;
 }
 
@@ -351,8 +433,8 @@ std::optional<Norm> divided_by_deviation(const GraphIndex& graph, const onnx::No
 std::optional<Norm> times_inverse_deviation(const GraphIndex& graph, const onnx::NodeProto& mean) {
   for (const onnx::NodeProto* d : deviations(graph, mean))
     for (const onnx::NodeProto* mul : graph.readers(d->output(0), "Mul"))
-      if (inverse_deviation(graph, other(*mul, d->output(0)), mean))
-        if (std::optional<Norm> norm = scaled_and_shifted(graph, mean, mul->output(0))) return norm;
+      if (const std::optional<double> eps = inverse_deviation(graph, other(*mul, d->output(0)), mean))
+        if (std::optional<Norm> norm = scaled_and_shifted(graph, mean, mul->output(0), *eps)) return norm;
   return std::nullopt;
 }
 
@@ -362,8 +444,9 @@ std::optional<Norm> folded_scale(const GraphIndex& graph, const onnx::NodeProto&
     const std::string& s = other(*shift, mean.output(0));
     const onnx::NodeProto* scale = graph.made_by(s, "Mul");
     const onnx::TensorProto* gain = nullptr;
+    std::optional<double> eps;
     for (int i = 0; scale && !gain && i < 2; ++i)
-      if (inverse_deviation(graph, scale->input(i), mean)) gain = graph.initializer(scale->input(1 - i));
+      if ((eps = inverse_deviation(graph, scale->input(i), mean))) gain = graph.initializer(scale->input(1 - i));
     if (!gain) continue;
     for (const onnx::NodeProto* sub : graph.readers(shift->output(0), "Sub")) {
       const onnx::TensorProto* bias = sub->input(1) == shift->output(0) ? graph.initializer(sub->input(0)) : nullptr;
@@ -371,7 +454,7 @@ std::optional<Norm> folded_scale(const GraphIndex& graph, const onnx::NodeProto&
       for (const onnx::NodeProto* add : graph.readers(sub->output(0), "Add")) {
         const onnx::NodeProto* xs = graph.made_by(other(*add, sub->output(0)), "Mul");
         if (xs && other(*xs, s) == mean.input(0) && (xs->input(0) == s || xs->input(1) == s))
-          return Norm{.input = mean.input(0), .output = add->output(0), .gain = gain, .bias = bias};
+          return Norm{.input = mean.input(0), .output = add->output(0), .gain = gain, .bias = bias, .epsilon = eps};
       }
     }
   }
@@ -383,7 +466,8 @@ std::optional<Norm> folded_scale(const GraphIndex& graph, const onnx::NodeProto&
 std::optional<Norm> skip_layer_normalization(const GraphIndex& graph, const onnx::NodeProto& n) {
   if (n.input_size() < 4) return std::nullopt;
   Norm norm{.input = n.output_size() > 3 ? n.output(3) : "", .output = n.output(0),
-            .gain = graph.initializer(n.input(2)), .bias = graph.initializer(n.input(3))};
+            .gain = graph.initializer(n.input(2)), .bias = graph.initializer(n.input(3)),
+            .epsilon = float_attribute(n, "epsilon", kOrtContribLayerNormEpsilon)};
   const onnx::TensorProto* bias = n.input_size() > 4 ? graph.initializer(n.input(4)) : nullptr;
   for (int i = 0; i < 2 && !norm.after; ++i) {
     norm.after = bias ? matmul(graph, n.input(i)) : linear_behind(graph, n.input(i));
@@ -396,7 +480,8 @@ std::optional<Norm> skip_layer_normalization(const GraphIndex& graph, const onnx
 // embeddings' sum and LayerNorm in one op, the sum never a value of the graph.
 std::optional<Norm> embed_layer_normalization(const GraphIndex& graph, const onnx::NodeProto& n) {
   if (n.input_size() < 7) return std::nullopt;
-  return Norm{.output = n.output(0), .gain = graph.initializer(n.input(5)), .bias = graph.initializer(n.input(6))};
+  return Norm{.output = n.output(0), .gain = graph.initializer(n.input(5)), .bias = graph.initializer(n.input(6)),
+              .epsilon = float_attribute(n, "epsilon", kOrtContribLayerNormEpsilon)};
 }
 
 struct NormRecogniser {

@@ -56,6 +56,12 @@ class GraphIndex {
 
 // An integer attribute of a node, or `otherwise` where it has none.
 int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, int64_t otherwise = 0);
+// A float attribute of a node, or `otherwise` where it has none.
+double float_attribute(const onnx::NodeProto& n, const std::string& name, double otherwise);
+
+// A tensor's values: float and float16 as floats, int64 and int32 as integers (empty for other types).
+std::vector<double> floats_of(const onnx::TensorProto& t);
+std::vector<int64_t> int64s_of(const onnx::TensorProto& t);
 
 // A linear layer: its input x, weight (float, float16 or int8), how an int8 weight is dequantized, its bias,
 // and whether the graph holds the weight as MatMul's W[in, out] (not nn.Linear's [out, in] behind a
@@ -84,14 +90,21 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
                                     int64_t in, int64_t out);
 
 // A LayerNorm: its input (empty where the graph computes none apart: ONNX Runtime's EmbedLayerNormalization),
-// output, gain γ and bias β, and the linear layer whose output the residual adds into its input, where one
-// does (each encoder layer's attention output and FFN output).
+// output, gain γ and bias β, its ε (the op's attribute or default, or the constant a decomposed form adds to
+// the variance; none where that is not a constant), and the linear layer whose output the residual adds
+// into its input, where one does (each encoder layer's attention output and FFN output).
 struct Norm {
   std::string input{}, output{};
   const onnx::TensorProto* gain = nullptr;
   const onnx::TensorProto* bias = nullptr;
+  std::optional<double> epsilon{};
   std::optional<Linear> after{};
 };
+
+// The op types on the paths from `value` back to the linear layers that feed it (MatMul, Gemm, FusedMatMul,
+// MatMulInteger, not included), at most 12 producers back and never behind `from`: between the FFN's two
+// linear layers, its activation (Erf, Tanh, BiasGelu, FastGelu, Relu, …).
+std::vector<std::string> ops_back_to_linear(const GraphIndex& graph, const std::string& value, const std::string& from);
 
 // Every LayerNorm in graph order (of the node each recogniser anchors at).
 std::vector<Norm> norms_of(const GraphIndex& graph, const onnx::GraphProto& g);

@@ -13,6 +13,9 @@
 
 #include "model/error.h"
 #include "model/quantize.h"
+#include "model/safetensors.h"
+#include "model/sha256.h"
+#include "model/tokenizer_files.h"
 #include "model/trace.h"
 #include "onnx/graph_patterns.h"
 #include "runtime/encoder.h"
@@ -74,7 +77,10 @@ WeightRule weight_rule(const GraphIndex& graph) {
 // (quantize_dynamic's form), w8a32 where its weights are int8 dequantized in the graph (Cast · scale,
 // DequantizeLinear) and every op is fp32, fp16 where the initializers are float16, fp32 otherwise. Weights
 // quantized by a rule no scheme models, and quantized activations, are an InputError naming the file.
-std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g, const std::filesystem::path& file) {
+// `weights_from_graph`: the truth's weights are the graph's own, dequantized as it does (graph_checkpoint), so
+// weight-only int8 is fp32 arithmetic on them, whatever rule quantized them.
+std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g, const std::filesystem::path& file,
+                                                      bool weights_from_graph) {
   for (const onnx::NodeProto& n : g.node())
     if (n.op_type() == "MatMulInteger" || n.op_type() == "DynamicQuantizeLinear")
       return {Arithmetic::int8, fmt::format("its linear layers are quantized ({} nodes)", n.op_type())};
@@ -88,6 +94,8 @@ std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g,
     const std::string rule = fmt::format("{} int8 constants dequantized by {}: {}, {}, values in [{}, {}]", r.weights,
                                          fmt::join(r.forms, " and "), r.symmetric ? "symmetric" : "with a zero point",
                                          r.per_channel ? "per channel" : "per tensor", r.lowest, r.highest);
+    if (weights_from_graph)
+      return {Arithmetic::fp32, "its weights are " + rule + ", read dequantized as the truth's; every op fp32"};
     if (!r.symmetric || !r.per_channel || r.lowest < -kWeightOnlyInt8Limit)
       throw InputError(file, fmt::format("its weights are {}: no scheme lenscheck knows computes that (w8a32: "
                                          "symmetric int8 per output channel in [-{}, {}])",
@@ -117,26 +125,6 @@ struct GraphValues {
   size_t channel(size_t at) const { return scales.size() <= 1 ? 0 : (at / inner) % scales.size(); }
   double step(size_t at) const { return scales.empty() ? 0.0 : scales[channel(at)]; }
 };
-
-std::vector<double> floats_of(const onnx::TensorProto& t) {
-  const std::string& raw = t.raw_data();
-  std::vector<double> v;
-  if (t.data_type() == onnx::TensorProto::FLOAT) {
-    if (raw.empty()) v.assign(t.float_data().begin(), t.float_data().end());
-    for (size_t i = 0; i + 4 <= raw.size(); i += 4) {
-      float f;
-      std::memcpy(&f, raw.data() + i, 4);
-      v.push_back(f);
-    }
-  } else if (t.data_type() == onnx::TensorProto::FLOAT16) {
-    for (size_t i = 0; i + 2 <= raw.size(); i += 2) {
-      _Float16 h;
-      std::memcpy(&h, raw.data() + i, 2);
-      v.push_back(static_cast<float>(h));
-    }
-  }
-  return v;
-}
 
 GraphValues values_of(const onnx::TensorProto& t, const std::optional<Dequantization>& d) {
   GraphValues g;
@@ -168,6 +156,36 @@ struct GraphWeight {
   int64_t packed = 1, first_channel = 0;
 };
 
+// Where a parameter of `shape` lies in its graph tensor of `values` values: its output channels among the
+// tensor's (a matrix's [in, out] or [out, in] axis, a vector's elements), from `first` where several
+// parameters are packed side by side. None where the tensor's size is not the parameter's (times `packed`).
+struct Placement {
+  size_t out = 1, in = 1, channels = 0, first = 0;
+  bool matrix = false, transposed = false;
+  size_t at(size_t o, size_t i) const {
+    return !matrix ? first + i : transposed ? i * channels + first + o : (first + o) * in + i;
+  }
+  std::string where(size_t o, size_t i) const {
+    return matrix ? fmt::format("[{}, {}]", o, i) : fmt::format("[{}]", i);
+  }
+};
+
+std::optional<Placement> placement(const std::vector<int64_t>& shape, const GraphWeight& w, size_t values) {
+  Placement p{.first = size_t(w.first_channel), .matrix = shape.size() == 2, .transposed = w.transposed};
+  size_t count = 1;
+  for (int64_t d : shape) count *= size_t(d);
+  p.out = p.matrix ? size_t(shape[0]) : 1;
+  p.in = count / p.out;
+  p.channels = !p.matrix                      ? values
+               : w.tensor->dims_size() == 2 ? size_t(w.tensor->dims(w.transposed ? 1 : 0))
+                                            : 0;
+  const size_t own = p.matrix ? p.out : p.in;  // this parameter's channels
+  if (p.channels == 0 || p.channels != size_t(w.packed) * own || values != p.channels * (p.matrix ? p.in : 1) ||
+      p.first + own > p.channels)
+    return std::nullopt;
+  return p;
+}
+
 // One parameter of the checkpoint against the graph's: equal in fp32, equal once rounded to the
 // nearest float16, or within half a quantization step of its channel (a quantizer rounds each weight
 // to the nearest multiple of its channel's scale). Under w8a32, an int8 matrix must moreover be the
@@ -175,29 +193,17 @@ struct GraphWeight {
 // Returns the problem, or nothing.
 std::optional<std::string> differs(const std::string& name, const Param& p, const GraphWeight& w, bool w8a32) {
   const GraphValues g = values_of(*w.tensor, w.dequantized);
-  const bool matrix = p.shape.size() == 2;
-  const size_t out = matrix ? size_t(p.shape[0]) : 1, in = p.values.size() / out, first = size_t(w.first_channel);
-  // The tensor's output channels: a matrix's [in, out] or [out, in] axis, a vector's elements.
-  const size_t channels = !matrix                      ? g.values.size()
-                          : w.tensor->dims_size() == 2 ? size_t(w.tensor->dims(w.transposed ? 1 : 0))
-                                                       : 0;
-  const size_t own = matrix ? out : in;  // this parameter's channels
-  if (channels == 0 || channels != size_t(w.packed) * own || g.values.size() != channels * (matrix ? in : 1) ||
-      first + own > channels)
+  const std::optional<Placement> place = placement(p.shape, w, g.values.size());
+  if (!place)
     return fmt::format("{} has {} values in the graph{}, {} in the checkpoint", name, g.values.size(),
-                       first ? fmt::format(" (from channel {})", first) : "", p.values.size());
-  auto graph_index = [&](size_t o, size_t i) {
-    return !matrix ? first + i : w.transposed ? i * channels + first + o : (first + o) * in + i;
-  };
-  auto where = [&](size_t o, size_t i) {
-    return p.shape.size() == 2 ? fmt::format("[{}, {}]", o, i) : fmt::format("[{}]", i);
-  };
+                       w.first_channel ? fmt::format(" (from channel {})", w.first_channel) : "", p.values.size());
+  const size_t out = place->out, in = place->in;
   double worst = 0;
   size_t worst_o = 0, worst_i = 0;
   bool wrong = false;
   for (size_t o = 0; o < out; ++o)
     for (size_t i = 0; i < in; ++i) {
-      const size_t at = graph_index(o, i);
+      const size_t at = place->at(o, i);
       const double want = p.values[o * in + i], got = g.values[at];
       const bool half = w.tensor->data_type() == onnx::TensorProto::FLOAT16;
       double expected = half ? double(static_cast<_Float16>(float(want))) : want;
@@ -218,16 +224,18 @@ std::optional<std::string> differs(const std::string& name, const Param& p, cons
       }
     }
   if (wrong)
-    return fmt::format("{} differs from the checkpoint's: max |Δ| {:.3g} (at {})", name, worst, where(worst_o, worst_i));
+    return fmt::format("{} differs from the checkpoint's: max |Δ| {:.3g} (at {})", name, worst,
+                       place->where(worst_o, worst_i));
   if (!w8a32 || !w.dequantized || p.shape.size() != 2) return std::nullopt;
   const QuantizedWeight rule = quantize_per_channel(p, kWeightOnlyInt8Limit);
   for (size_t o = 0; o < out; ++o)
     for (size_t i = 0; i < in; ++i) {
-      const size_t at = graph_index(o, i);
+      const size_t at = place->at(o, i);
       if (g.integers[at] != rule.values[o * in + i] || float(g.step(at)) != rule.scales[o])
         return fmt::format("{} is not the checkpoint's re-quantized by w8a32's rule (symmetric per output channel, "
                            "[-{}, {}]): at {} the graph holds {} · {:.9g}, the rule {} · {:.9g}",
-                           name, kWeightOnlyInt8Limit, kWeightOnlyInt8Limit, where(o, i), g.integers[at], g.step(at),
+                           name, kWeightOnlyInt8Limit, kWeightOnlyInt8Limit, place->where(o, i), g.integers[at],
+                           g.step(at),
                            rule.values[o * in + i], rule.scales[o]);
     }
   return std::nullopt;
@@ -346,37 +354,29 @@ struct Found {
   std::map<std::string, std::string> values, split;
 };
 
-// Every parameter the graph's patterns locate, against the checkpoint's; where the FFN's second linear
-// layer is found, its input is the activation's output: the layer's intermediate. `fused`: each layer's
-// com.microsoft.Attention op, where the graph has one per layer.
-void check_weights(const GraphIndex& graph, const BertConfig& config, const BertWeights& w,
-                   const std::vector<Norm>& norms, const std::vector<const onnx::NodeProto*>& fused, Found& found,
-                   FoundGraph& f) {
-  const bool w8a32 = f.implied == Arithmetic::w8a32;
-  // `quantized_by_scheme`: whether w8a32 holds the parameter int8 (its linear weights, the word and position
-  // tables), which under w8a32 the graph must too: its benchmark re-quantizes what the scheme says.
-  auto check = [&](const std::string& name, const Param& p, const GraphWeight& gw, bool quantized_by_scheme) {
-    if (!gw.tensor) {
-      f.weights_not_found.push_back(name);
-      return;
-    }
-    ++f.weights_checked;
-    if (gw.dequantized) ++f.weights_dequantized;
-    if (w8a32 && bool(gw.dequantized) != quantized_by_scheme)
-      f.scheme_problems.push_back(fmt::format("{} is {}", name, gw.dequantized ? "int8" : "not quantized"));
-    // w8a32's scales run along the output channels: W[in, out]'s axis 1, W[out, in]'s and a table's axis 0.
-    if (w8a32 && gw.dequantized && gw.dequantized->axis >= 0 && gw.dequantized->axis != (gw.transposed ? 1 : 0))
-      f.scheme_problems.push_back(fmt::format("{} is scaled along axis {}, not its output channels", name,
-                                              gw.dequantized->axis));
-    if (const std::optional<std::string> problem = differs(name, p, gw, w8a32)) f.weight_problems.push_back(*problem);
-  };
-  auto check_linear = [&](const std::string& prefix, const std::optional<Linear>& lin, const Param& weight,
-                          const Param& bias) {
+// A parameter as the patterns locate it: its Hugging Face name, where the graph holds it (no tensor: not
+// located), and whether w8a32 holds it int8 (every linear layer's weight, the word and position tables).
+struct LocatedParam {
+  std::string name;
+  GraphWeight weight;
+  bool quantized_by_scheme = false;
+};
+
+// Every parameter of a BERT of `config`, in for_each_param's order, where the graph's patterns locate it;
+// where the FFN's second linear layer is found, its input is the activation's output: the layer's
+// intermediate, added to `found`. `fused`: each layer's com.microsoft.Attention op, where the graph has one
+// per layer.
+std::vector<LocatedParam> locate_params(const GraphIndex& graph, const BertConfig& config,
+                                        const std::vector<Norm>& norms,
+                                        const std::vector<const onnx::NodeProto*>& fused, Found& found) {
+  std::vector<LocatedParam> located;
+  auto linear = [&](const std::string& prefix, const std::optional<Linear>& lin) {
     const int64_t packed = lin ? lin->packed : 1, first = lin ? lin->first_channel : 0;
-    check(prefix + ".weight", weight,
-          lin ? GraphWeight{lin->weight, lin->dequantized, lin->in_out, packed, first} : GraphWeight{}, true);
-    check(prefix + ".bias", bias, {.tensor = lin ? lin->bias : nullptr, .packed = packed, .first_channel = first},
-          false);
+    located.push_back({prefix + ".weight",
+                       lin ? GraphWeight{lin->weight, lin->dequantized, lin->in_out, packed, first} : GraphWeight{},
+                       true});
+    located.push_back(
+        {prefix + ".bias", {.tensor = lin ? lin->bias : nullptr, .packed = packed, .first_channel = first}, false});
   };
   // The embedding tables, by the shapes of what reads them: Gather and Slice's first input, ONNX Runtime's
   // EmbedLayerNormalization's three tables.
@@ -391,17 +391,16 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
   for (const onnx::NodeProto* n : graph.nodes("EmbedLayerNormalization"))
     for (int i = 2; i < std::min(5, n->input_size()); ++i) table_read(n->input(i));
   auto table = [&](int64_t rows) { return tables.count(rows) ? tables[rows] : GraphWeight{}; };
-  check("embeddings.word_embeddings.weight", w.word_embeddings, table(config.vocab_size), true);
-  check("embeddings.position_embeddings.weight", w.position_embeddings, table(config.max_position_embeddings), true);
-  check("embeddings.token_type_embeddings.weight", w.token_type_embeddings, table(config.type_vocab_size), false);
-  auto norm = [&](const std::string& prefix, size_t at, const Param& gain, const Param& bias) {
-    check(prefix + ".weight", gain, {at < norms.size() ? norms[at].gain : nullptr}, false);
-    check(prefix + ".bias", bias, {at < norms.size() ? norms[at].bias : nullptr}, false);
+  located.push_back({"embeddings.word_embeddings.weight", table(config.vocab_size), true});
+  located.push_back({"embeddings.position_embeddings.weight", table(config.max_position_embeddings), true});
+  located.push_back({"embeddings.token_type_embeddings.weight", table(config.type_vocab_size), false});
+  auto norm = [&](const std::string& prefix, size_t at) {
+    located.push_back({prefix + ".weight", {at < norms.size() ? norms[at].gain : nullptr}, false});
+    located.push_back({prefix + ".bias", {at < norms.size() ? norms[at].bias : nullptr}, false});
   };
-  norm("embeddings.LayerNorm", 0, w.embeddings_ln_g, w.embeddings_ln_b);
+  norm("embeddings.LayerNorm", 0);
   auto linear_into = [&](size_t at) { return at < norms.size() ? norms[at].after : std::nullopt; };
   for (int l = 0; l < config.num_hidden_layers; ++l) {
-    const LayerWeights& L = w.layers[size_t(l)];
     const std::string hf = fmt::format("encoder.layer.{}.", l);
     // Q, K, V: the linear layer behind the Reshape that splits its output into heads, or a third of an
     // Attention op's packed weight and bias (Q, K, V in that order); not located where its qkv_hidden_sizes
@@ -423,11 +422,11 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
       const onnx::NodeProto* r = it == found.split.end() ? nullptr : graph.made_by(it->second, "Reshape");
       return r ? linear_behind(graph, r->input(0)) : std::nullopt;
     };
-    check_linear(hf + "attention.self.query", projection(LT::query), L.query_w, L.query_b);
-    check_linear(hf + "attention.self.key", projection(LT::key), L.key_w, L.key_b);
-    check_linear(hf + "attention.self.value", projection(LT::value), L.value_w, L.value_b);
-    check_linear(hf + "attention.output.dense", linear_into(size_t(1 + 2 * l)), L.attention_out_w, L.attention_out_b);
-    norm(hf + "attention.output.LayerNorm", size_t(1 + 2 * l), L.attention_ln_g, L.attention_ln_b);
+    linear(hf + "attention.self.query", projection(LT::query));
+    linear(hf + "attention.self.key", projection(LT::key));
+    linear(hf + "attention.self.value", projection(LT::value));
+    linear(hf + "attention.output.dense", linear_into(size_t(1 + 2 * l)));
+    norm(hf + "attention.output.LayerNorm", size_t(1 + 2 * l));
     const std::optional<Linear> second = linear_into(size_t(2 + 2 * l));
     const std::optional<Linear> first =
         second && size_t(1 + 2 * l) < norms.size()
@@ -435,10 +434,170 @@ void check_weights(const GraphIndex& graph, const BertConfig& config, const Bert
                             config.intermediate_size)
             : std::nullopt;
     if (second && first) found.values.emplace(trace_name(l, LT::intermediate), second->input);
-    check_linear(hf + "intermediate.dense", first, L.intermediate_w, L.intermediate_b);
-    check_linear(hf + "output.dense", second, L.output_w, L.output_b);
-    norm(hf + "output.LayerNorm", size_t(2 + 2 * l), L.output_ln_g, L.output_ln_b);
+    linear(hf + "intermediate.dense", first);
+    linear(hf + "output.dense", second);
+    norm(hf + "output.LayerNorm", size_t(2 + 2 * l));
   }
+  return located;
+}
+
+// Every located parameter against the checkpoint's (differs); under w8a32, also whether the graph quantizes
+// what the scheme does. `own_weights`: the checkpoint's weights were read from this graph, so the values are
+// not compared (they are the graph's), only the scheme.
+void check_weights(const std::vector<LocatedParam>& located, const BertConfig& config, const BertWeights& w,
+                   bool own_weights, FoundGraph& f) {
+  const bool w8a32 = f.implied == Arithmetic::w8a32;
+  std::map<std::string, const Param*> params;
+  for_each_param(config, w, [&](const std::string& name, const Param& p) { params[name] = &p; });
+  for (const LocatedParam& p : located) {
+    const GraphWeight& gw = p.weight;
+    if (!gw.tensor) {
+      f.weights_not_found.push_back(p.name);
+      continue;
+    }
+    ++f.weights_checked;
+    if (gw.dequantized) ++f.weights_dequantized;
+    // w8a32's benchmark re-quantizes what the scheme says, which the graph must hold int8 too.
+    if (w8a32 && bool(gw.dequantized) != p.quantized_by_scheme)
+      f.scheme_problems.push_back(fmt::format("{} is {}", p.name, gw.dequantized ? "int8" : "not quantized"));
+    // w8a32's scales run along the output channels: W[in, out]'s axis 1, W[out, in]'s and a table's axis 0.
+    if (w8a32 && gw.dequantized && gw.dequantized->axis >= 0 && gw.dequantized->axis != (gw.transposed ? 1 : 0))
+      f.scheme_problems.push_back(fmt::format("{} is scaled along axis {}, not its output channels", p.name,
+                                              gw.dequantized->axis));
+    if (own_weights) continue;
+    if (const std::optional<std::string> problem = differs(p.name, *params.at(p.name), gw, w8a32))
+      f.weight_problems.push_back(*problem);
+  }
+}
+
+// A graph's BERT as its patterns show it, before any checkpoint is read: each layer's attention (trace values
+// anchored at its Softmax, or its com.microsoft.Attention op), the LayerNorms (the embeddings' and each layer's
+// two), and why what is not recognised is not.
+struct Structure {
+  Found found;
+  std::vector<Norm> norms;                    // none where they are not all recognised
+  std::vector<const onnx::NodeProto*> fused;  // each layer's com.microsoft.Attention, or none
+  std::string attention_why, norms_why;
+};
+
+// The structure of a graph of `layers` layers. InputError naming the file where no BERT is recognised, or
+// where the graph's Softmax nodes and LayerNorms show another number of layers.
+Structure structure_of(const GraphIndex& graph, const onnx::GraphProto& g, int layers,
+                       const std::filesystem::path& file) {
+  const int L = layers;
+  Structure s;
+  Found& found = s.found;
+  const std::vector<const onnx::NodeProto*> softmaxes = graph.nodes("Softmax");
+  // ONNX Runtime's com.microsoft.Attention (ONNX's own Attention, opset 23, takes Q, K and V apart).
+  std::vector<const onnx::NodeProto*> attention_ops = graph.nodes("Attention");
+  std::erase_if(attention_ops, [](const onnx::NodeProto* n) { return n->domain() != "com.microsoft"; });
+  if (attention_ops.size() == size_t(L)) {
+    s.attention_why = fmt::format("inside {}.Attention (ONNX Runtime's fused attention), which hides the queries, "
+                                  "keys, values, scores and probabilities",
+                                  attention_ops.front()->domain());
+    s.fused = attention_ops;
+    for (int l = 0; l < L; ++l) found.values[trace_name(l, LT::context)] = attention_ops[size_t(l)]->output(0);
+  } else if (!attention_ops.empty())
+    s.attention_why = fmt::format("{} {}.Attention ops for {} layers: the attention is not recognised",
+                                  attention_ops.size(), attention_ops.front()->domain(), L);
+  else if (softmaxes.size() != size_t(L))
+    s.attention_why = fmt::format("{} Softmax nodes for {} layers: the attention is not recognised", softmaxes.size(), L);
+  else
+    for (int l = 0; l < L; ++l) {
+      const AttentionFound a = attention_of(graph, *softmaxes[size_t(l)]);
+      for (const auto& [tensor, value] : a.values) found.values[trace_name(l, tensor)] = value;
+      for (const auto& [tensor, split] : a.split) found.split[trace_name(l, tensor)] = split;
+    }
+
+  const std::vector<Norm> norms = norms_of(graph, g);
+  if (softmaxes.empty() && attention_ops.empty() && norms.empty())
+    throw InputError(file, "no BERT encoder is recognised in the graph: it has no Softmax (nor com.microsoft.Attention) "
+                           "for an attention and no LayerNorm (LayerNormalization, or (x − mean) / σ · γ + β in any "
+                           "form graph_patterns.h knows)");
+  if (attention_ops.empty() && softmaxes.size() != size_t(L) && norms.size() == 1 + 2 * softmaxes.size())
+    throw InputError(file, fmt::format("the graph has {} layers (Softmax nodes, with the LayerNorms they imply); the "
+                                       "checkpoint has {}",
+                                       softmaxes.size(), L));
+  if (norms.size() != size_t(1 + 2 * L)) {
+    s.norms_why = fmt::format("{} LayerNorms (LayerNormalization nodes or their decomposition) for the embeddings' "
+                              "and {} layers' two: not recognised",
+                              norms.size(), L);
+    return s;
+  }
+  s.norms = norms;
+  found.values[kEmbeddingsOutput] = norms[0].output;
+  for (int l = 0; l < L; ++l) {
+    if (!norms[size_t(1 + 2 * l)].input.empty())
+      found.values.emplace(trace_name(l, LT::attention_pre_norm), norms[size_t(1 + 2 * l)].input);
+    found.values.emplace(trace_name(l, LT::attention_output), norms[size_t(1 + 2 * l)].output);
+    found.values.emplace(trace_name(l, LT::output), norms[size_t(2 + 2 * l)].output);
+  }
+  return s;
+}
+
+// The graph input `value` is, through the ops that retype or reshape indices (ONNX Runtime's fusion casts
+// input_ids to int32), or "" where it is computed.
+std::string graph_input_behind(const GraphIndex& graph, std::string value) {
+  static const std::set<std::string> passing = {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten"};
+  for (int steps = 0; steps < 6; ++steps) {
+    const onnx::NodeProto* n = graph.producer(value);
+    if (!n) return graph.constant(value) ? "" : value;
+    if (!passing.count(n->op_type())) return "";
+    value = n->input(0);
+  }
+  return "";
+}
+
+// The one integer a value holds where it is a constant (an initializer or Constant, through Unsqueeze,
+// Squeeze, Cast and Identity: torch.onnx builds a Reshape's shape by Concat of such pieces).
+std::optional<int64_t> constant_integer(const GraphIndex& graph, std::string value) {
+  for (int steps = 0; steps < 4; ++steps) {
+    if (const onnx::TensorProto* t = graph.initializer(value)) {
+      const std::vector<int64_t> v = int64s_of(*t);
+      return v.size() == 1 ? std::optional(v[0]) : std::nullopt;
+    }
+    const onnx::NodeProto* n = graph.producer(value);
+    if (!n || (n->op_type() != "Unsqueeze" && n->op_type() != "Squeeze")) return std::nullopt;
+    value = n->input(0);
+  }
+  return std::nullopt;
+}
+
+// The number of heads of a graph of hidden size `hidden`, and where it was read: com.microsoft.Attention's
+// num_heads, or the shape [batch, tokens, heads, head size] of the Reshape that splits layer 0's queries
+// into heads (its heads, or its head size dividing the hidden size), a constant or a Concat of pieces.
+std::pair<int64_t, std::string> heads_of(const GraphIndex& graph, const Structure& s, int64_t hidden) {
+  if (!s.fused.empty())
+    return {int_attribute(*s.fused.front(), "num_heads"), fmt::format("num_heads of {}", s.fused.front()->op_type())};
+  const auto split = s.found.split.find(trace_name(0, LT::query));
+  const onnx::NodeProto* reshape = split == s.found.split.end() ? nullptr : graph.made_by(split->second, "Reshape");
+  if (!reshape) return {0, "no Reshape splits layer 0's queries into heads"};
+  std::vector<std::optional<int64_t>> dims;
+  if (const onnx::TensorProto* shape = graph.initializer(reshape->input(1)))
+    for (int64_t d : int64s_of(*shape)) dims.emplace_back(d);
+  else if (const onnx::NodeProto* concat = graph.made_by(reshape->input(1), "Concat"))
+    for (const std::string& piece : concat->input()) dims.push_back(constant_integer(graph, piece));
+  if (dims.size() == 4 && dims[2] && *dims[2] > 0)
+    return {*dims[2], fmt::format("the Reshape {} that splits the queries into heads", reshape->name())};
+  if (dims.size() == 4 && dims[3] && *dims[3] > 0 && hidden % *dims[3] == 0)
+    return {hidden / *dims[3], fmt::format("the head size {} of the Reshape {} that splits the queries into heads",
+                                           *dims[3], reshape->name())};
+  return {0, fmt::format("the Reshape {} that splits the queries into heads has no constant heads or head size",
+                         reshape->name())};
+}
+
+// HF's hidden_act for the activation between the FFN's linear layers, by the ops that compute it.
+std::optional<std::string> activation_of(const std::vector<std::string>& ops) {
+  static const std::map<std::string, std::string> kActivations = {
+      {"Erf", "gelu"},        // torch.onnx's exact GELU, 0.5 x (1 + erf(x / √2))
+      {"BiasGelu", "gelu"},   // ONNX Runtime's fusion of it
+      {"Tanh", "gelu_new"},   // the tanh approximation written out
+      {"FastGelu", "gelu_new"},
+      {"Relu", "relu"}};
+  std::set<std::string> acts;
+  for (const std::string& op : ops)
+    if (kActivations.count(op)) acts.insert(kActivations.at(op));
+  return acts.size() == 1 ? std::optional(*acts.begin()) : std::nullopt;
 }
 
 // Why a trace tensor was not found, from what the search for its pattern said.
@@ -487,7 +646,8 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   FoundGraph f;
   f.nodes = size_t(g.node_size());
   f.initializers = size_t(g.initializer_size());
-  std::tie(f.implied, f.implied_by) = implied_arithmetic(g, file);
+  const bool own_weights = ck.weights_file == file;
+  std::tie(f.implied, f.implied_by) = implied_arithmetic(g, file, own_weights);
 
   check_interface(g, file, config.hidden_size);
   f.dequantize_linear = std::any_of(g.node().begin(), g.node().end(),
@@ -495,65 +655,19 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
 
   const int L = config.num_hidden_layers;
   const GraphIndex graph(g);
-  Found found;
+  Structure structure = structure_of(graph, g, L, file);
+  Found& found = structure.found;
   found.values[trace_name(L - 1, LT::output)] = "last_hidden_state";
+  for (int l = 0; l < int(structure.fused.size()); ++l)
+    if (const int64_t heads = int_attribute(*structure.fused[size_t(l)], "num_heads");
+        heads != config.num_attention_heads)
+      throw InputError(file, fmt::format("the graph's Attention op {} splits layer {} into {} heads; the checkpoint "
+                                         "has {}",
+                                         structure.fused[size_t(l)]->name(), l, heads, config.num_attention_heads));
 
-  const std::vector<const onnx::NodeProto*> softmaxes = graph.nodes("Softmax");
-  // ONNX Runtime's com.microsoft.Attention (ONNX's own Attention, opset 23, takes Q, K and V apart).
-  std::vector<const onnx::NodeProto*> attention_ops = graph.nodes("Attention");
-  std::erase_if(attention_ops, [](const onnx::NodeProto* n) { return n->domain() != "com.microsoft"; });
-  std::string attention_why;
-  if (attention_ops.size() == size_t(L)) {
-    attention_why = fmt::format("inside {}.Attention (ONNX Runtime's fused attention), which hides the queries, keys, "
-                                "values, scores and probabilities",
-                                attention_ops.front()->domain());
-    for (int l = 0; l < L; ++l) {
-      const onnx::NodeProto& a = *attention_ops[size_t(l)];
-      if (const int64_t heads = int_attribute(a, "num_heads"); heads != config.num_attention_heads)
-        throw InputError(file, fmt::format("the graph's Attention op {} splits layer {} into {} heads; the checkpoint "
-                                           "has {}",
-                                           a.name(), l, heads, config.num_attention_heads));
-      found.values[trace_name(l, LT::context)] = a.output(0);
-    }
-  } else if (!attention_ops.empty())
-    attention_why = fmt::format("{} {}.Attention ops for {} layers: the attention is not recognised",
-                                attention_ops.size(), attention_ops.front()->domain(), L);
-  else if (softmaxes.size() != size_t(L))
-    attention_why = fmt::format("{} Softmax nodes for {} layers: the attention is not recognised", softmaxes.size(), L);
-  else
-    for (int l = 0; l < L; ++l) {
-      const AttentionFound a = attention_of(graph, *softmaxes[size_t(l)]);
-      for (const auto& [tensor, value] : a.values) found.values[trace_name(l, tensor)] = value;
-      for (const auto& [tensor, split] : a.split) found.split[trace_name(l, tensor)] = split;
-    }
-
-  const std::vector<Norm> norms = norms_of(graph, g);
-  if (softmaxes.empty() && attention_ops.empty() && norms.empty())
-    throw InputError(file, "no BERT encoder is recognised in the graph: it has no Softmax (nor com.microsoft.Attention) "
-                           "for an attention and no LayerNorm (LayerNormalization, or (x − mean) / σ · γ + β in any "
-                           "form graph_patterns.h knows)");
-  if (attention_ops.empty() && softmaxes.size() != size_t(L) && norms.size() == 1 + 2 * softmaxes.size())
-    throw InputError(file, fmt::format("the graph has {} layers (Softmax nodes, with the LayerNorms they imply); the "
-                                       "checkpoint has {}",
-                                       softmaxes.size(), L));
-  const std::string norms_why =
-      norms.size() == size_t(1 + 2 * L)
-          ? ""
-          : fmt::format("{} LayerNorms (LayerNormalization nodes or their decomposition) for the embeddings' and {} "
-                        "layers' two: not recognised",
-                        norms.size(), L);
-  if (norms_why.empty()) {
-    found.values[kEmbeddingsOutput] = norms[0].output;
-    for (int l = 0; l < L; ++l) {
-      if (!norms[size_t(1 + 2 * l)].input.empty())
-        found.values.emplace(trace_name(l, LT::attention_pre_norm), norms[size_t(1 + 2 * l)].input);
-      found.values.emplace(trace_name(l, LT::attention_output), norms[size_t(1 + 2 * l)].output);
-      found.values.emplace(trace_name(l, LT::output), norms[size_t(2 + 2 * l)].output);
-    }
-  }
-
-  check_weights(graph, config, ck.weights, norms_why.empty() ? norms : std::vector<Norm>{},
-                attention_ops.size() == size_t(L) ? attention_ops : std::vector<const onnx::NodeProto*>{}, found, f);
+  check_weights(locate_params(graph, config, structure.norms, structure.fused, found), config, ck.weights,
+                own_weights, f);
+  f.weights_from_graph = own_weights;
   if (!f.scheme_problems.empty())
     throw InputError(file, fmt::format("its weights are quantized otherwise than w8a32, the scheme its int8 "
                                        "dequantization implies, holds them (int8: every linear layer's weight and the "
@@ -593,7 +707,7 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
     } else if (derivable(spec.name)) {
       f.lenses_derived = true;
     } else {
-      f.unreachable.push_back({spec.name, why_not_found(spec.name, attention_why, norms_why)});
+      f.unreachable.push_back({spec.name, why_not_found(spec.name, structure.attention_why, structure.norms_why)});
     }
   }
   std::ofstream out(copy, std::ios::binary | std::ios::trunc);
@@ -601,11 +715,162 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   return f;
 }
 
-Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime::Options& ort) {
+Checkpoint graph_checkpoint(const std::filesystem::path& file, const std::filesystem::path& tokenizer) {
+  const onnx::ModelProto model = read_model(file);
+  const onnx::GraphProto& g = model.graph();
+  const auto [arithmetic, implied_by] = implied_arithmetic(g, file, true);  // quantized activations are refused
+  const GraphIndex graph(g);
+  std::vector<std::string> read;  // where each size came from, for the note
+  auto unreadable = [&](const std::string& what, const std::string& why) {
+    return InputError(file, fmt::format("read with no checkpoint, the graph does not give {}: {}", what, why));
+  };
+
+  // The layers: one attention op (Softmax, or ONNX Runtime's Attention) and two LayerNorms each.
+  std::vector<const onnx::NodeProto*> fused = graph.nodes("Attention");
+  std::erase_if(fused, [](const onnx::NodeProto* n) { return n->domain() != "com.microsoft"; });
+  const size_t attention = fused.empty() ? graph.nodes("Softmax").size() : fused.size();
+  const std::vector<Norm> norms = norms_of(graph, g);
+  if (attention == 0 || norms.size() != 1 + 2 * attention)
+    throw unreadable("the number of layers", fmt::format("{} attention ops (Softmax or com.microsoft.Attention) and {} "
+                                                         "LayerNorms, where a BERT of L layers has L and 1 + 2L",
+                                                         attention, norms.size()));
+  BertConfig c;
+  c.num_hidden_layers = int(attention);
+  read.push_back(fmt::format("{} layers ({} attention ops)", attention, fused.empty() ? "Softmax" : "Attention"));
+  if (!norms[0].gain) throw unreadable("the hidden size", "the embeddings' LayerNorm has no constant gain");
+  c.hidden_size = int(floats_of(*norms[0].gain).size());
+  read.push_back(fmt::format("hidden size {} (the LayerNorms' gains)", c.hidden_size));
+
+  Structure structure = structure_of(graph, g, c.num_hidden_layers, file);
+  const auto [heads, heads_from] = heads_of(graph, structure, c.hidden_size);
+  if (heads <= 0 || c.hidden_size % heads != 0) throw unreadable("the number of heads", heads_from);
+  c.num_attention_heads = int(heads);
+  read.push_back(fmt::format("{} heads ({})", heads, heads_from));
+
+  const std::optional<Linear> ffn_out = norms[2].after;
+  if (!ffn_out || !ffn_out->weight || ffn_out->weight->dims_size() != 2)
+    throw unreadable("the FFN's width", "no linear layer is found before layer 0's output LayerNorm");
+  c.intermediate_size = int(ffn_out->weight->dims(ffn_out->in_out ? 0 : 1));
+  read.push_back(fmt::format("FFN width {} (layer 0's FFN output weight)", c.intermediate_size));
+  const std::vector<std::string> ops = ops_back_to_linear(graph, ffn_out->input, norms[1].output);
+  const std::optional<std::string> act = activation_of(ops);
+  if (!act)
+    throw unreadable("the FFN's activation", fmt::format("the ops between its linear layers are {} (known: Erf, "
+                                                         "BiasGelu: gelu; Tanh, FastGelu: gelu_new; Relu: relu; "
+                                                         "exactly one of them)",
+                                                         fmt::join(ops, ", ")));
+  c.hidden_act = *act;
+  read.push_back(fmt::format("activation {} (between the FFN's linear layers: {})", c.hidden_act, fmt::join(ops, ", ")));
+
+  std::set<double> epsilons;
+  for (const Norm& n : norms) epsilons.insert(n.epsilon.value_or(std::nan("")));
+  if (epsilons.size() != 1 || std::isnan(*epsilons.begin()))
+    throw unreadable("one LayerNorm ε", fmt::format("its {} LayerNorms hold {} (NaN: not a constant)", norms.size(),
+                                                    fmt::join(epsilons, ", ")));
+  c.layer_norm_eps = *epsilons.begin();
+  read.push_back(fmt::format("LayerNorm ε {:.9g} (the graph's, every LayerNorm)", c.layer_norm_eps));
+
+  // The embedding tables, told apart by the graph input that indexes them: ONNX Runtime's
+  // EmbedLayerNormalization takes them in the order word, position, token type; a Gather of input_ids is the
+  // word table, of token_type_ids the token type table, and of anything else (positions computed from the
+  // sequence length) the position table, as is a table of which a Slice takes the first rows.
+  std::map<std::string, int64_t> rows;  // word, position, token type → rows
+  auto table = [&](const std::string& value, const std::string& role) {
+    const GraphIndex::Stored t = graph.stored(value);
+    if (!t.tensor || t.transposed || t.tensor->dims_size() != 2) return;
+    if (rows.count(role) && rows[role] != t.tensor->dims(0))
+      throw unreadable(fmt::format("the {} table", role),
+                       fmt::format("two tables of {} and {} rows", rows[role], t.tensor->dims(0)));
+    rows[role] = t.tensor->dims(0);
+  };
+  for (const onnx::NodeProto* n : graph.nodes("EmbedLayerNormalization"))
+    for (const auto& [at, role] : {std::pair{2, "word"}, {3, "position"}, {4, "token type"}})
+      if (n->input_size() > at) table(n->input(at), role);
+  for (const onnx::NodeProto* n : graph.nodes("Gather")) {
+    const GraphIndex::Stored t = graph.stored(n->input(0));
+    if (!t.tensor || t.transposed || t.tensor->dims_size() != 2 || t.tensor->dims(1) != c.hidden_size) continue;
+    const std::string input = graph_input_behind(graph, n->input(1));
+    table(n->input(0), input == "input_ids" ? "word" : input == "token_type_ids" ? "token type" : "position");
+  }
+  for (const onnx::NodeProto* n : graph.nodes("Slice"))  // the first rows of the position table
+    if (const GraphIndex::Stored t = graph.stored(n->input(0));
+        t.tensor && t.tensor->dims_size() == 2 && t.tensor->dims(1) == c.hidden_size)
+      table(n->input(0), "position");
+  for (const char* role : {"word", "position", "token type"})
+    if (!rows.count(role))
+      throw unreadable(fmt::format("the {} embedding table", role), "no Gather or Slice of one is recognised");
+  c.vocab_size = int(rows["word"]);
+  c.max_position_embeddings = int(rows["position"]);
+  c.type_vocab_size = int(rows["token type"]);
+  read.push_back(fmt::format("vocabulary {}, {} positions, {} token types (the embedding tables' rows)", c.vocab_size,
+                             c.max_position_embeddings, c.type_vocab_size));
+  validate_config(c, file);
+
+  Checkpoint ck;
+  ck.config = c;
+  ck.dir = file.parent_path();
+  ck.dir_from = "no checkpoint: the graph's own weights";
+  ck.weights_file = file;
+  ck.model_sha256 = sha256_file(file);
+  const std::vector<LocatedParam> located = locate_params(graph, c, structure.norms, structure.fused, structure.found);
+  size_t dequantized = 0, half = 0;
+  for_each_param(c, ck.weights, [&](const std::string& name, Param& param, const std::vector<int64_t>& shape) {
+    const auto it = std::find_if(located.begin(), located.end(), [&](const LocatedParam& p) { return p.name == name; });
+    if (it == located.end() || !it->weight.tensor)
+      throw unreadable(name, "no pattern locates it: a layer in a form the patterns do not know, or a node inside it, "
+                             "as a faulty copy has (with its checkpoint, --model, the graph is judged and the span "
+                             "through that node named)");
+    const GraphValues values = values_of(*it->weight.tensor, it->weight.dequantized);
+    const std::optional<Placement> place = placement(shape, it->weight, values.values.size());
+    if (!place)
+      throw unreadable(name, fmt::format("its tensor of {} values does not hold its shape {}", values.values.size(),
+                                         shape_string(shape)));
+    param.shape = shape;
+    param.values.resize(place->out * place->in);
+    for (size_t o = 0; o < place->out; ++o)
+      for (size_t i = 0; i < place->in; ++i) {
+        const double v = values.values[place->at(o, i)];
+        if (!std::isfinite(v))
+          throw InputError(file, fmt::format("{} holds a non-finite value ({}) at {}", name, v, place->where(o, i)));
+        param.values[o * place->in + i] = float(v);
+      }
+    dequantized += it->weight.dequantized ? 1 : 0;
+    half += it->weight.tensor->data_type() == onnx::TensorProto::FLOAT16 ? 1 : 0;
+  });
+  ck.stored_dtypes["graph initializers"] = located.size();
+
+  CheckpointTokenizer t = load_tokenizer(
+      {.dir = tokenizer.empty()                       ? file.parent_path()
+              : std::filesystem::is_directory(tokenizer) ? transformer_folder(tokenizer).dir
+                                                         : tokenizer.parent_path(),
+       .file = std::filesystem::is_directory(tokenizer) ? std::filesystem::path() : tokenizer,
+       .sizes_from = fmt::format("the graph {} (its embedding tables' rows)", file.filename().string())},
+      c);
+  ck.vocab = std::move(t.vocab);
+  ck.vocab_file = std::move(t.vocab_file);
+  ck.tokenizer = std::move(t.settings);
+  ck.notes = std::move(t.notes);
+  ck.notes.insert(ck.notes.begin(),
+                  fmt::format("checkpoint: none; the weights read from the graph {}: {} parameters{}{}. The fp64 truth is "
+                              "computed from them, so the gate judges the graph's arithmetic ({}), not how far its "
+                              "weights are from the model they were made from",
+                              file.string(), located.size(),
+                              dequantized ? fmt::format(", {} of them int8 dequantized as the graph does it", dequantized)
+                                          : "",
+                              half ? fmt::format(", {} of them float16 widened", half) : "",
+                              arithmetic_name(arithmetic)));
+  ck.notes.insert(ck.notes.begin() + 1,
+                  fmt::format("config: read from the graph: {}; tokenizer: {}", fmt::join(read, "; "),
+                              ck.vocab_file.string()));
+  return ck;
+}
+
+Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime::Options& ort,
+                            bool weights_from_graph) {
   Candidate c;
   c.name = "onnx:" + file.string();
   std::string implied_by;
-  std::tie(c.arithmetic, implied_by) = implied_arithmetic(read_model(file).graph(), file);
+  std::tie(c.arithmetic, implied_by) = implied_arithmetic(read_model(file).graph(), file, weights_from_graph);
   c.run = [file, ort, name = c.name, implied_by](const Checkpoint& ck, const std::vector<Encoding>& inputs,
                                                  const runtime::Stages* stages, unsigned) {
     if (stages) throw std::logic_error("ONNX Runtime's stages cannot be replaced");
@@ -619,31 +884,36 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                           ort.graph_optimization);
     r.notes.push_back(fmt::format("candidate: {}: {} nodes, {} initializers; it declares {}: {}", file.string(),
                                   found.nodes, found.initializers, precision, implied_by));
-    r.notes.push_back(fmt::format("weights: {} of the checkpoint's parameters located in the graph{}, {} of them equal "
-                                  "to the checkpoint's (fp32 exactly, float16 rounded to nearest, int8 within half its "
-                                  "channel's step{}){}",
-                                  found.weights_checked,
-                                  found.weights_dequantized
-                                      ? fmt::format(" ({} of them int8, read as the graph dequantizes them)",
-                                                    found.weights_dequantized)
-                                      : "",
-                                  found.weights_checked - found.weight_problems.size(),
-                                  found.implied == Arithmetic::w8a32
-                                      ? fmt::format(" and w8a32's re-quantization of the checkpoint's, symmetric per "
-                                                    "output channel in [-{0}, {0}], bit for bit",
-                                                    kWeightOnlyInt8Limit)
-                                      : "",
-                                  found.weights_not_found.empty()
-                                      ? ""
-                                      : fmt::format("; not located: {}", fmt::join(found.weights_not_found, ", "))));
+    if (found.weights_from_graph)
+      r.notes.push_back(fmt::format("weights: the graph's own, {} parameters located by the patterns ({} int8), the "
+                                    "checkpoint read from them: nothing to compare them with",
+                                    found.weights_checked, found.weights_dequantized));
+    else
+      r.notes.push_back(fmt::format("weights: {} of the checkpoint's parameters located in the graph{}, {} of them equal "
+                                    "to the checkpoint's (fp32 exactly, float16 rounded to nearest, int8 within half its "
+                                    "channel's step{}){}",
+                                    found.weights_checked,
+                                    found.weights_dequantized
+                                        ? fmt::format(" ({} of them int8, read as the graph dequantizes them)",
+                                                      found.weights_dequantized)
+                                        : "",
+                                    found.weights_checked - found.weight_problems.size(),
+                                    found.implied == Arithmetic::w8a32
+                                        ? fmt::format(" and w8a32's re-quantization of the checkpoint's, symmetric per "
+                                                      "output channel in [-{0}, {0}], bit for bit",
+                                                      kWeightOnlyInt8Limit)
+                                        : "",
+                                    found.weights_not_found.empty()
+                                        ? ""
+                                        : fmt::format("; not located: {}", fmt::join(found.weights_not_found, ", "))));
     // Measured on ONNX Runtime 1.30: from the extended level its optimizer rewrites DequantizeLinear → MatMul
     // as com.microsoft.MatMulNBits (bits 8, accuracy_level 4), which quantizes the activations to int8.
-    if (found.implied == Arithmetic::w8a32 && found.dequantize_linear &&
+    if (found.weights_dequantized && found.dequantize_linear &&
         !(ort.graph_optimization == "disabled" || ort.graph_optimization == "basic"))
       r.notes.push_back(fmt::format("ONNX Runtime's graph optimization {} fuses each DequantizeLinear → MatMul into "
                                     "com.microsoft.MatMulNBits, which quantizes the activations to int8: not the "
-                                    "w8a32 the graph declares (--ort-optimization basic runs it as written)",
-                                    ort.graph_optimization));
+                                    "{} the graph declares (--ort-optimization basic runs it as written)",
+                                    ort.graph_optimization, precision));
     r.weights_differ = found.weight_problems;
     if (!r.weights_differ.empty()) return r;  // another checkpoint's graph: no sentence runs
     onnxruntime::Run run = onnxruntime::run(copy, inputs, ort, name, precision, ck.vocab);

@@ -33,6 +33,7 @@ struct FoundGraph {
   // The checkpoint's parameters that the patterns locate in the graph, each against the graph's: equal in
   // fp32, equal to the checkpoint's rounded to float16, within half a quantization step in int8.
   size_t weights_checked = 0, weights_dequantized = 0;  // dequantized: int8 in the graph
+  bool weights_from_graph = false;  // the checkpoint is the graph's own (graph_checkpoint): located, not compared
   // Under w8a32: parameters the graph quantizes where the scheme does not, or the reverse (InputError).
   std::vector<std::string> scheme_problems;
   std::vector<std::string> weight_problems;    // "encoder.layer.2.attention.self.query.weight differs …"
@@ -46,8 +47,21 @@ struct FoundGraph {
 FoundGraph prepare_shipped_graph(const std::filesystem::path& model, const Checkpoint& checkpoint,
                                  const std::filesystem::path& copy);
 
+// A graph shipped with no checkpoint beside it, read as one: its config from its shapes and attributes (the
+// LayerNorms' width and ε, the number of attention ops, the heads' split, the FFN's width and activation, the
+// embedding tables' rows, each told apart by the graph input that indexes it), its weights from the
+// initializers the patterns locate (float16 widened, int8 dequantized as the graph does it), the tokenizer
+// from `tokenizer` (a folder as a checkpoint ships it, or one vocab.txt or tokenizer.json) or, where that is
+// empty, from the graph's folder. `weights_file` is the graph, and the notes say what was read from where.
+// InputError naming the graph: a size or parameter that cannot be read, a NaN in a weight; naming the
+// tokenizer file: a tokenizer of another kind than BERT's WordPiece, a vocabulary of another size.
+Checkpoint graph_checkpoint(const std::filesystem::path& model, const std::filesystem::path& tokenizer);
+
 // The graph at `model` as a candidate, declaring what its tensors and ops imply (--precision overrides).
 // The arithmetic is read when the candidate is made: an InputError there names the file.
-Candidate shipped_candidate(const std::filesystem::path& model, const onnxruntime::Options& ort);
+// `weights_from_graph`: it is judged against its own weights (graph_checkpoint), and its weight-only int8
+// declares fp32, the arithmetic on them.
+Candidate shipped_candidate(const std::filesystem::path& model, const onnxruntime::Options& ort,
+                            bool weights_from_graph = false);
 
 }  // namespace lenscheck::onnx_export

