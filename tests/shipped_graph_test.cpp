@@ -434,7 +434,7 @@ TEST(ShippedGraphWeightOnlyInt8, DequantizeLinearFusedByOnnxRuntimeFailsAtTheFir
 
 // int8 weights by a rule no scheme models (one weight's scale per tensor) are bad input naming the file and
 // the rule, not a verdict under a benchmark that computes otherwise.
-TEST(ShippedGraphWeightOnlyInt8, WeightsQuantizedPerTensorAreBadInputNamingTheRule) {
+TEST(ShippedGraphWeightOnlyInt8, WeightsQuantizedPerTensorAreBadInputNamingTheRuleUnlessTheyAreTheTruths) {
   onnx::ModelProto m = read(test::fixture("onnx/trained-mini-cast-scale.onnx"));
   bool changed = false;
   for (onnx::TensorProto& t : *m.mutable_graph()->mutable_initializer())
@@ -456,6 +456,12 @@ TEST(ShippedGraphWeightOnlyInt8, WeightsQuantizedPerTensorAreBadInputNamingTheRu
               std::string::npos)
         << e.what();
   }
+  // Read with no checkpoint, the same graph is fp32 arithmetic on the weights it dequantizes, whatever the
+  // rule: it declares fp32 and passes.
+  const Checkpoint own = onnx_export::graph_checkpoint(file, test::fixture("trained-mini"));
+  const Candidate c = onnx_export::shipped_candidate(file, {}, true);
+  EXPECT_EQ(c.arithmetic, Arithmetic::fp32);
+  EXPECT_TRUE(verify(own, c, load_sentences(two_sentences()), two_sentences(), tolerances(), {}).pass());
 }
 
 // A graph with BERT's interface and no encoder (an embedding lookup alone) is bad input saying what was looked for.
