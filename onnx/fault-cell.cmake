@@ -28,7 +28,7 @@ endif()
 message("${out}")
 set(COMMAND ${CLI} verify --model ${MODEL} --candidate onnx:${WORK}/copy.onnx --limit ${LIMIT}
             --report ${WORK}/verify.md)
-include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/expect.cmake)
 if(DEFINED REPORT_REGEX)
   file(READ ${WORK}/verify.md report)
   if(NOT report MATCHES "${REPORT_REGEX}")

