@@ -18,10 +18,13 @@ checkpoint's); --move-int8 BIAS_SUFFIX adds 2 to one int8 value of that layer's 
 from another model).
 
 Usage: requantize-graph.py FORM IN.onnx OUT.onnx [--scale-linear SUFFIX DELTA] [--move-int8 SUFFIX]
-(/usr/bin/python3 with numpy and python3-onnx; run by make-onnx-fixtures.cmake)
+(/usr/bin/python3 with numpy and python3-onnx; run by make-onnx-fixtures.cmake). A file that cannot be read
+as an ONNX model, or a graph not of that form, is exit 1 naming the file and the problem.
 """
 import argparse
 import sys
+
+from google.protobuf.message import DecodeError
 
 import numpy
 import onnx
@@ -47,7 +50,10 @@ def main():
     p.add_argument("--scale-linear", nargs=2, metavar=("SUFFIX", "DELTA"))
     p.add_argument("--move-int8", metavar="SUFFIX")
     a = p.parse_args()
-    m = onnx.load(a.source)
+    try:
+        m = onnx.load(a.source)
+    except (OSError, DecodeError) as e:
+        sys.exit(f"{a.source}: not an ONNX model that can be read ({e})")
     g = m.graph
     inits = {t.name: t for t in g.initializer}
     producer = {o: n for n in g.node for o in n.output}

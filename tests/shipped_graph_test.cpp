@@ -390,6 +390,54 @@ TEST(ShippedGraphWeightOnlyInt8, TheSchemeIsReadFromTheGraphAndEveryInt8WeightIs
 
 // A wrong op, every weight the checkpoint's: the last layer's value product times 1.001 fails the local
 // verdict there on every sentence (2 440× the op's rounding spread on the 14 bundled sentences, k 16).
+// Under w8a32 every int8 matrix must be the checkpoint's re-quantized by the rule, bit for bit: one scale
+// moved by 2^-20 keeps each value within half a step of the checkpoint's (the tolerance) and still fails,
+// naming the weight and the rule. Scales along a weight's input channels are exit 2, naming the axis.
+TEST(ShippedGraphWeightOnlyInt8, AScaleOffTheRuleFailsAndOneAlongTheInputChannelsIsBadInput) {
+  const fs::path dir = test::temp_dir("w8a32-rule");
+  auto with_scale = [&](const std::function<void(onnx::TensorProto&)>& change, const std::string& name) {
+    onnx::ModelProto m = read(test::fixture("onnx/trained-mini-cast-scale.onnx"));
+    bool changed = false;
+    for (onnx::TensorProto& t : *m.mutable_graph()->mutable_initializer())
+      if (!changed && t.name().starts_with("onnx::MatMul_") && t.name().ends_with("_scale")) {
+        change(t);
+        changed = true;
+      }
+    EXPECT_TRUE(changed);
+    write(m, dir / name);
+    return dir / name;
+  };
+  const VerifyResult off = verified(with_scale(
+      [](onnx::TensorProto& t) {
+        std::string raw = t.raw_data();
+        float first;
+        std::memcpy(&first, raw.data(), 4);
+        first *= 1 + 0x1p-20f;
+        std::memcpy(raw.data(), &first, 4);
+        t.set_raw_data(raw);
+      },
+      "scale-off-rule.onnx"));
+  EXPECT_FALSE(off.pass());
+  ASSERT_EQ(off.weights_differ.size(), 1u);
+  EXPECT_TRUE(off.weights_differ[0].starts_with("encoder.layer.0.attention.self.query.weight is not the checkpoint's "
+                                                "re-quantized by w8a32's rule"))
+      << off.weights_differ[0];
+  try {
+    verified(with_scale(
+        [](onnx::TensorProto& t) {
+          t.set_dims(0, t.dims(1));
+          t.set_dims(1, 1);
+        },
+        "input-axis.onnx"));
+    ADD_FAILURE() << "a weight scaled along its input channels was judged as w8a32";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("encoder.layer.0.attention.self.query.weight is scaled along axis 0, not its "
+                                         "output channels"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ShippedGraphWeightOnlyInt8, TheLastValueProductTimesOnePerMilleFailsBlamingThatOp) {
   const VerifyResult r = verified(test::fixture("onnx/trained-mini-cast-scale-value-fault.onnx"));
   EXPECT_FALSE(r.pass());
