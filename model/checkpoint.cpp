@@ -122,7 +122,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& folder) {
   const std::filesystem::path& dir = ck.dir = transformer.dir;
   ck.dir_from = transformer.from;
   ck.config = load_config(dir / "config.json");
-  CheckpointTokenizer tokenizer = load_tokenizer({.dir = dir, .sizes_from = (dir / "config.json").string()}, ck.config);
+  CheckpointTokenizer tokenizer = load_tokenizer({.dir = dir, .sizes_from = dir / "config.json"}, ck.config);
   ck.vocab = std::move(tokenizer.vocab);
   ck.vocab_file = std::move(tokenizer.vocab_file);
   ck.tokenizer = std::move(tokenizer.settings);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "model/error.h"
@@ -36,6 +37,16 @@ Activation BertConfig::activation() const {
 }
 
 void validate_config(const BertConfig& c, const std::filesystem::path& file) {
+  // The sizes read_int bounds, checked again for a config made otherwise (read from an ONNX graph).
+  for (const auto& [key, value, max] : {std::tuple{"hidden_size", c.hidden_size, kMaxDimension},
+                                        {"num_hidden_layers", c.num_hidden_layers, kMaxLayers},
+                                        {"num_attention_heads", c.num_attention_heads, kMaxDimension},
+                                        {"intermediate_size", c.intermediate_size, kMaxDimension * 4},
+                                        {"max_position_embeddings", c.max_position_embeddings, kMaxDimension},
+                                        {"type_vocab_size", c.type_vocab_size, kMaxDimension},
+                                        {"vocab_size", c.vocab_size, kMaxVocab}})
+    if (value < 1 || value > max)
+      throw InputError(file, fmt::format("\"{}\" = {} is outside 1..{}", key, value, max));
   if (c.hidden_size % c.num_attention_heads != 0)
     throw InputError(file, fmt::format("hidden_size {} is not divisible by num_attention_heads {}",
                                        c.hidden_size, c.num_attention_heads));

@@ -285,7 +285,7 @@ CheckpointTokenizer load_tokenizer(const TokenizerSource& source, const BertConf
   CheckpointTokenizer out;
   TokenizerSettings& s = out.settings;
   s.max_tokens = {static_cast<size_t>(config.max_position_embeddings),
-                  fmt::format("max_position_embeddings in {}", source.sizes_from)};
+                  fmt::format("max_position_embeddings in {}", source.sizes_from.string())};
   const bool named = !source.file.empty(), named_json = named && source.file.extension() == ".json";
   const fs::path txt_file = named ? (named_json ? fs::path() : source.file) : dir / "vocab.txt";
   const fs::path json_file = named ? (named_json ? source.file : fs::path()) : dir / "tokenizer.json";
@@ -317,7 +317,7 @@ CheckpointTokenizer load_tokenizer(const TokenizerSource& source, const BertConf
   }
   if (static_cast<int>(out.vocab.size()) != config.vocab_size)
     throw InputError(out.vocab_file, fmt::format("has {} tokens but {} says vocab_size {}", out.vocab.size(),
-                                                 source.sizes_from, config.vocab_size));
+                                                 source.sizes_from.filename().string(), config.vocab_size));
   return out;
 }
 

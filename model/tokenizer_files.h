@@ -44,11 +44,12 @@ struct CheckpointTokenizer {
 // Where a model's tokenizer is read from: a folder as a checkpoint ships it (tokenizer.json where there is
 // one, as HF's fast tokenizer reads it, else vocab.txt; tokenizer_config.json and sentence_bert_config.json
 // beside them), or one vocabulary file in it named (`file`: a tokenizer.json by its .json name, else a
-// vocab.txt). `sizes_from` names what gave the model's vocab_size and max_position_embeddings, for the errors.
+// vocab.txt). `sizes_from` is the file that gave the model's vocab_size and max_position_embeddings
+// (config.json, or the graph read as a checkpoint), which the errors and notes name.
 struct TokenizerSource {
   std::filesystem::path dir;
   std::filesystem::path file{};
-  std::string sizes_from;
+  std::filesystem::path sizes_from;
 };
 // The vocabulary and settings, for a model of `config`: max tokens is the smallest of
 // max_position_embeddings, tokenizer_config.json's model_max_length and sentence_bert_config.json's

@@ -56,6 +56,12 @@ double float_attribute(const onnx::NodeProto& n, const std::string& name, double
   return otherwise;
 }
 
+std::string string_attribute(const onnx::NodeProto& n, const std::string& name) {
+  for (const onnx::AttributeProto& a : n.attribute())
+    if (a.name() == name) return a.s();
+  return "";
+}
+
 std::vector<double> floats_of(const onnx::TensorProto& t) {
   const std::string& raw = t.raw_data();
   std::vector<double> v;
@@ -318,22 +324,24 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
   return std::nullopt;
 }
 
-std::vector<std::string> ops_back_to_linear(const GraphIndex& graph, const std::string& value,
-                                            const std::string& from) {
+std::vector<const onnx::NodeProto*> ops_back_to_linear(const GraphIndex& graph, const std::string& value,
+                                                       const std::string& from) {
   static const std::set<std::string> linear = {"MatMul", "Gemm", "FusedMatMul", "MatMulInteger"};
-  std::set<std::string> ops;
+  std::vector<const onnx::NodeProto*> ops;
+  std::set<std::string> seen;
   std::vector<std::string> frontier = {value};
   for (int steps = 0; steps < 12 && !frontier.empty(); ++steps) {
     std::vector<std::string> next;
     for (const std::string& v : frontier)
-      if (const onnx::NodeProto* n = graph.producer(v); n && v != from && !linear.count(n->op_type())) {
-        ops.insert(n->op_type());
+      if (const onnx::NodeProto* n = graph.producer(v); n && v != from && seen.insert(v).second &&
+                                                        !linear.count(n->op_type())) {
+        if (std::find(ops.begin(), ops.end(), n) == ops.end()) ops.push_back(n);
         for (const std::string& i : n->input())
           if (!i.empty() && !graph.constant(i)) next.push_back(i);
       }
     frontier = std::move(next);
   }
-  return {ops.begin(), ops.end()};
+  return ops;
 }
 
 namespace {
@@ -411,12 +419,14 @@ std::optional<Norm> layer_normalization(const GraphIndex& graph, const onnx::Nod
   return Norm{.input = n.input(0), .output = n.output(0),
               .gain = n.input_size() > 1 ? graph.initializer(n.input(1)) : nullptr,
               .bias = n.input_size() > 2 ? graph.initializer(n.input(2)) : nullptr,
-              .epsilon = float_attribute(n, "epsilon", 1e-5)};
+              .epsilon = float_attribute(n, "epsilon", 1e-5f)};
 }
 
 // ONNX Runtime's contrib LayerNorm ops default ε to 1e-12 (its contrib_defs: kDefaultSkipLayerNormEpsilon,
 // kDefaultEmbedLayerNormEpsilon); its fusion writes the fused LayerNorm's.
-constexpr double kOrtContribLayerNormEpsilon = 1e-12;
+// Held as the float32 the attribute would be, so that a graph that writes it on some ops and not others reads
+// one ε.
+constexpr double kOrtContribLayerNormEpsilon = 1e-12f;
 
 // torch.onnx at opsets below 17 (nn.LayerNorm and F.layer_norm alike), and LayerNorm written by hand:
 // (x − mean) / σ · γ + β.

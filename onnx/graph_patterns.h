@@ -4,8 +4,9 @@
 // TensorFlow-ONNX, ONNX Runtime's fusions. As ONNX Runtime's transformers/fusion_*.py do, each form is one
 // small recogniser in a table, tried in turn; a constant is found through Identity, Cast and Transpose, and
 // an int8 one through its dequantization (a table of forms too).
-// The FFN's activation needs none: it is whatever lies between the FFN's two linear layers (linear_before),
-// so erf and tanh GELU, written out or not, are the same to it.
+// The FFN's activation needs none to be located: it is whatever lies between the FFN's two linear layers
+// (linear_before), so erf and tanh GELU, written out or not, are the same to it; ops_back_to_linear lists its
+// ops where a graph read with no checkpoint must say which it is.
 #include <onnx/onnx_pb.h>
 
 #include <map>
@@ -58,6 +59,8 @@ class GraphIndex {
 int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, int64_t otherwise = 0);
 // A float attribute of a node, or `otherwise` where it has none.
 double float_attribute(const onnx::NodeProto& n, const std::string& name, double otherwise);
+// A string attribute of a node, or "" where it has none.
+std::string string_attribute(const onnx::NodeProto& n, const std::string& name);
 
 // A tensor's values: float and float16 as floats, int64 and int32 as integers (empty for other types).
 std::vector<double> floats_of(const onnx::TensorProto& t);
@@ -91,7 +94,7 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
 
 // A LayerNorm: its input (empty where the graph computes none apart: ONNX Runtime's EmbedLayerNormalization),
 // output, gain γ and bias β, its ε (the op's attribute or default, or the constant a decomposed form adds to
-// the variance; none where that is not a constant), and the linear layer whose output the residual adds
+// the variance; NaN where that is no scalar constant), and the linear layer whose output the residual adds
 // into its input, where one does (each encoder layer's attention output and FFN output).
 struct Norm {
   std::string input{}, output{};
@@ -101,10 +104,11 @@ struct Norm {
   std::optional<Linear> after{};
 };
 
-// The op types on the paths from `value` back to the linear layers that feed it (MatMul, Gemm, FusedMatMul,
-// MatMulInteger, not included), at most 12 producers back and never behind `from`: between the FFN's two
-// linear layers, its activation (Erf, Tanh, BiasGelu, FastGelu, Relu, …).
-std::vector<std::string> ops_back_to_linear(const GraphIndex& graph, const std::string& value, const std::string& from);
+// The nodes on the paths from `value` back to the linear layers that feed it (MatMul, Gemm, FusedMatMul,
+// MatMulInteger, not included), at most 12 producers back and never behind `from`, each once: between the
+// FFN's two linear layers, its activation (Erf, Tanh, BiasGelu, FastGelu, Gelu, Relu, …).
+std::vector<const onnx::NodeProto*> ops_back_to_linear(const GraphIndex& graph, const std::string& value,
+                                                       const std::string& from);
 
 // Every LayerNorm in graph order (of the node each recogniser anchors at).
 std::vector<Norm> norms_of(const GraphIndex& graph, const onnx::GraphProto& g);

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <limits>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -173,12 +173,15 @@ struct Placement {
 std::optional<Placement> placement(const std::vector<int64_t>& shape, const GraphWeight& w, size_t values) {
   Placement p{.first = size_t(w.first_channel), .matrix = shape.size() == 2, .transposed = w.transposed};
   size_t count = 1;
-  for (int64_t d : shape) count *= size_t(d);
+  for (int64_t d : shape) {
+    if (d < 1) return std::nullopt;
+    count *= size_t(d);
+  }
   p.out = p.matrix ? size_t(shape[0]) : 1;
   p.in = count / p.out;
-  p.channels = !p.matrix                      ? values
-               : w.tensor->dims_size() == 2 ? size_t(w.tensor->dims(w.transposed ? 1 : 0))
-                                            : 0;
+  p.channels = !p.matrix                                                            ? values
+               : w.tensor->dims_size() == 2 && w.tensor->dims(w.transposed ? 1 : 0) > 0 ? size_t(w.tensor->dims(w.transposed ? 1 : 0))
+                                                                                  : 0;
   const size_t own = p.matrix ? p.out : p.in;  // this parameter's channels
   if (p.channels == 0 || p.channels != size_t(w.packed) * own || values != p.channels * (p.matrix ? p.in : 1) ||
       p.first + own > p.channels)
@@ -348,6 +351,17 @@ AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& soft
   return found;
 }
 
+// A constant the patterns may read as an embedding table: a float, float16 or dequantized int8 matrix of
+// `hidden` columns with at least one row (not an int64 index buffer of that width).
+const onnx::TensorProto* embedding_table(const GraphIndex& graph, const std::string& value, int64_t hidden) {
+  const GraphIndex::Stored t = graph.stored(value);
+  const bool floats = t.tensor && (t.dequantized || t.tensor->data_type() == onnx::TensorProto::FLOAT ||
+                                   t.tensor->data_type() == onnx::TensorProto::FLOAT16);
+  return floats && !t.transposed && t.tensor->dims_size() == 2 && t.tensor->dims(0) > 0 && t.tensor->dims(1) == hidden
+             ? t.tensor
+             : nullptr;
+}
+
 // What the patterns found: trace name → graph value, and for query, key and value the Reshape that splits
 // their linear layer's output into heads.
 struct Found {
@@ -382,9 +396,10 @@ std::vector<LocatedParam> locate_params(const GraphIndex& graph, const BertConfi
   // EmbedLayerNormalization's three tables.
   std::map<int64_t, GraphWeight> tables;  // rows → table
   auto table_read = [&](const std::string& value) {
-    if (const GraphIndex::Stored t = graph.stored(value); t.tensor && !t.transposed)
-      if (t.tensor->dims_size() == 2 && t.tensor->dims(1) == config.hidden_size)
-        tables[t.tensor->dims(0)] = {t.tensor, t.dequantized};
+    if (embedding_table(graph, value, config.hidden_size)) {
+      const GraphIndex::Stored t = graph.stored(value);
+      tables[t.tensor->dims(0)] = {t.tensor, t.dequantized};
+    }
   };
   for (const char* op : {"Gather", "Slice"})
     for (const onnx::NodeProto* n : graph.nodes(op)) table_read(n->input(0));
@@ -548,8 +563,8 @@ std::string graph_input_behind(const GraphIndex& graph, std::string value) {
   return "";
 }
 
-// The one integer a value holds where it is a constant (an initializer or Constant, through Unsqueeze,
-// Squeeze, Cast and Identity: torch.onnx builds a Reshape's shape by Concat of such pieces).
+// The one integer a value holds where it is a constant (an initializer or Constant, reached through Identity,
+// or one behind Unsqueeze or Squeeze: torch.onnx builds a Reshape's shape by Concat of such pieces).
 std::optional<int64_t> constant_integer(const GraphIndex& graph, std::string value) {
   for (int steps = 0; steps < 4; ++steps) {
     if (const onnx::TensorProto* t = graph.initializer(value)) {
@@ -573,6 +588,7 @@ std::pair<int64_t, std::string> heads_of(const GraphIndex& graph, const Structur
   const onnx::NodeProto* reshape = split == s.found.split.end() ? nullptr : graph.made_by(split->second, "Reshape");
   if (!reshape) return {0, "no Reshape splits layer 0's queries into heads"};
   std::vector<std::optional<int64_t>> dims;
+  if (reshape->input_size() < 2) return {0, fmt::format("the Reshape {} has no shape input", reshape->name())};
   if (const onnx::TensorProto* shape = graph.initializer(reshape->input(1)))
     for (int64_t d : int64s_of(*shape)) dims.emplace_back(d);
   else if (const onnx::NodeProto* concat = graph.made_by(reshape->input(1), "Concat"))
@@ -586,17 +602,19 @@ std::pair<int64_t, std::string> heads_of(const GraphIndex& graph, const Structur
                          reshape->name())};
 }
 
-// HF's hidden_act for the activation between the FFN's linear layers, by the ops that compute it.
-std::optional<std::string> activation_of(const std::vector<std::string>& ops) {
+// HF's hidden_act for the activation between the FFN's linear layers, by the ops that compute it (`ops`,
+// each with its `approximate` attribute, which only ONNX's and ONNX Runtime's Gelu have).
+std::optional<std::string> activation_of(const std::vector<std::pair<std::string, std::string>>& ops) {
   static const std::map<std::string, std::string> kActivations = {
       {"Erf", "gelu"},        // torch.onnx's exact GELU, 0.5 x (1 + erf(x / √2))
       {"BiasGelu", "gelu"},   // ONNX Runtime's fusion of it
+      {"Gelu", "gelu"},       // opset 20's and ONNX Runtime's op, exact unless approximate="tanh"
       {"Tanh", "gelu_new"},   // the tanh approximation written out
       {"FastGelu", "gelu_new"},
       {"Relu", "relu"}};
   std::set<std::string> acts;
-  for (const std::string& op : ops)
-    if (kActivations.count(op)) acts.insert(kActivations.at(op));
+  for (const auto& [op, approximate] : ops)
+    if (kActivations.count(op)) acts.insert(op == "Gelu" && approximate == "tanh" ? "gelu_new" : kActivations.at(op));
   return acts.size() == 1 ? std::optional(*acts.begin()) : std::nullopt;
 }
 
@@ -638,7 +656,7 @@ void check_interface(const onnx::GraphProto& g, const std::filesystem::path& fil
 }  // namespace
 
 FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkpoint& ck,
-                                 const std::filesystem::path& copy) {
+                                 const std::filesystem::path& copy, bool weights_from_graph) {
   const BertConfig& config = ck.config;
   onnx::ModelProto model = read_model(file);
   onnx::GraphProto& g = *model.mutable_graph();
@@ -646,8 +664,7 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   FoundGraph f;
   f.nodes = size_t(g.node_size());
   f.initializers = size_t(g.initializer_size());
-  const bool own_weights = ck.weights_file == file;
-  std::tie(f.implied, f.implied_by) = implied_arithmetic(g, file, own_weights);
+  std::tie(f.implied, f.implied_by) = implied_arithmetic(g, file, weights_from_graph);
 
   check_interface(g, file, config.hidden_size);
   f.dequantize_linear = std::any_of(g.node().begin(), g.node().end(),
@@ -666,8 +683,8 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
                                          structure.fused[size_t(l)]->name(), l, heads, config.num_attention_heads));
 
   check_weights(locate_params(graph, config, structure.norms, structure.fused, found), config, ck.weights,
-                own_weights, f);
-  f.weights_from_graph = own_weights;
+                weights_from_graph, f);
+  f.weights_from_graph = weights_from_graph;
   if (!f.scheme_problems.empty())
     throw InputError(file, fmt::format("its weights are quantized otherwise than w8a32, the scheme its int8 "
                                        "dequantization implies, holds them (int8: every linear layer's weight and the "
@@ -724,6 +741,8 @@ Checkpoint graph_checkpoint(const std::filesystem::path& file, const std::filesy
   auto unreadable = [&](const std::string& what, const std::string& why) {
     return InputError(file, fmt::format("read with no checkpoint, the graph does not give {}: {}", what, why));
   };
+  // A size as the config holds it; validate_config refuses what is out of its range.
+  auto as_int = [](int64_t size) { return int(std::clamp<int64_t>(size, -1, std::numeric_limits<int>::max())); };
 
   // The layers: one attention op (Softmax, or ONNX Runtime's Attention) and two LayerNorms each.
   std::vector<const onnx::NodeProto*> fused = graph.nodes("Attention");
@@ -738,77 +757,113 @@ Checkpoint graph_checkpoint(const std::filesystem::path& file, const std::filesy
   c.num_hidden_layers = int(attention);
   read.push_back(fmt::format("{} layers ({} attention ops)", attention, fused.empty() ? "Softmax" : "Attention"));
   if (!norms[0].gain) throw unreadable("the hidden size", "the embeddings' LayerNorm has no constant gain");
-  c.hidden_size = int(floats_of(*norms[0].gain).size());
+  c.hidden_size = as_int(int64_t(floats_of(*norms[0].gain).size()));
   read.push_back(fmt::format("hidden size {} (the LayerNorms' gains)", c.hidden_size));
 
   Structure structure = structure_of(graph, g, c.num_hidden_layers, file);
   const auto [heads, heads_from] = heads_of(graph, structure, c.hidden_size);
   if (heads <= 0 || c.hidden_size % heads != 0) throw unreadable("the number of heads", heads_from);
-  c.num_attention_heads = int(heads);
+  c.num_attention_heads = as_int(heads);
   read.push_back(fmt::format("{} heads ({})", heads, heads_from));
 
   const std::optional<Linear> ffn_out = norms[2].after;
   if (!ffn_out || !ffn_out->weight || ffn_out->weight->dims_size() != 2)
     throw unreadable("the FFN's width", "no linear layer is found before layer 0's output LayerNorm");
-  c.intermediate_size = int(ffn_out->weight->dims(ffn_out->in_out ? 0 : 1));
+  c.intermediate_size = as_int(ffn_out->weight->dims(ffn_out->in_out ? 0 : 1));
   read.push_back(fmt::format("FFN width {} (layer 0's FFN output weight)", c.intermediate_size));
-  const std::vector<std::string> ops = ops_back_to_linear(graph, ffn_out->input, norms[1].output);
+  std::vector<std::pair<std::string, std::string>> ops;  // op type, its approximate attribute
+  std::vector<std::string> op_types;
+  for (const onnx::NodeProto* n : ops_back_to_linear(graph, ffn_out->input, norms[1].output)) {
+    ops.emplace_back(n->op_type(), string_attribute(*n, "approximate"));
+    op_types.push_back(n->op_type() + (ops.back().second.empty() ? "" : "(" + ops.back().second + ")"));
+  }
+  std::sort(op_types.begin(), op_types.end());
+  op_types.erase(std::unique(op_types.begin(), op_types.end()), op_types.end());
   const std::optional<std::string> act = activation_of(ops);
   if (!act)
     throw unreadable("the FFN's activation", fmt::format("the ops between its linear layers are {} (known: Erf, "
-                                                         "BiasGelu: gelu; Tanh, FastGelu: gelu_new; Relu: relu; "
-                                                         "exactly one of them)",
-                                                         fmt::join(ops, ", ")));
+                                                         "BiasGelu, Gelu: gelu; Tanh, FastGelu, Gelu(tanh): gelu_new; "
+                                                         "Relu: relu; exactly one of them)",
+                                                         fmt::join(op_types, ", ")));
   c.hidden_act = *act;
-  read.push_back(fmt::format("activation {} (between the FFN's linear layers: {})", c.hidden_act, fmt::join(ops, ", ")));
+  read.push_back(
+      fmt::format("activation {} (between the FFN's linear layers: {})", c.hidden_act, fmt::join(op_types, ", ")));
 
   std::set<double> epsilons;
-  for (const Norm& n : norms) epsilons.insert(n.epsilon.value_or(std::nan("")));
-  if (epsilons.size() != 1 || std::isnan(*epsilons.begin()))
-    throw unreadable("one LayerNorm ε", fmt::format("its {} LayerNorms hold {} (NaN: not a constant)", norms.size(),
-                                                    fmt::join(epsilons, ", ")));
+  for (size_t at = 0; at < norms.size(); ++at) {
+    if (!norms[at].epsilon || std::isnan(*norms[at].epsilon))
+      throw unreadable("one LayerNorm ε", fmt::format("LayerNorm {} (of {}, in graph order) adds no scalar constant ε",
+                                                      at, norms.size()));
+    epsilons.insert(*norms[at].epsilon);
+  }
+  if (epsilons.size() != 1)
+    throw unreadable("one LayerNorm ε", fmt::format("its {} LayerNorms hold {}", norms.size(), fmt::join(epsilons, ", ")));
   c.layer_norm_eps = *epsilons.begin();
   read.push_back(fmt::format("LayerNorm ε {:.9g} (the graph's, every LayerNorm)", c.layer_norm_eps));
 
   // The embedding tables, told apart by the graph input that indexes them: ONNX Runtime's
   // EmbedLayerNormalization takes them in the order word, position, token type; a Gather of input_ids is the
-  // word table, of token_type_ids the token type table, and of anything else (positions computed from the
-  // sequence length) the position table, as is a table of which a Slice takes the first rows.
-  std::map<std::string, int64_t> rows;  // word, position, token type → rows
+  // word table, of token_type_ids the token type table, of position_ids the position table, as is a table of
+  // which a Slice takes the first rows. Tables indexed by computed values (HF's buffers, where the graph has
+  // no such input) are the position table and, where there is a second, the token type table: the one of
+  // fewer rows (BERT's 2 token types against its hundreds of positions).
+  std::map<std::string, const onnx::TensorProto*> tables;  // word, position, token type → table
+  std::vector<const onnx::TensorProto*> computed;           // indexed by computed values
   auto table = [&](const std::string& value, const std::string& role) {
-    const GraphIndex::Stored t = graph.stored(value);
-    if (!t.tensor || t.transposed || t.tensor->dims_size() != 2) return;
-    if (rows.count(role) && rows[role] != t.tensor->dims(0))
-      throw unreadable(fmt::format("the {} table", role),
-                       fmt::format("two tables of {} and {} rows", rows[role], t.tensor->dims(0)));
-    rows[role] = t.tensor->dims(0);
+    const onnx::TensorProto* t = embedding_table(graph, value, c.hidden_size);
+    if (!t) return;
+    if (role.empty()) {
+      if (std::find(computed.begin(), computed.end(), t) == computed.end()) computed.push_back(t);
+    } else if (tables.count(role) && tables[role] != t) {
+      throw unreadable(fmt::format("the {} table", role), fmt::format("two tables of {} and {} rows",
+                                                                     tables[role]->dims(0), t->dims(0)));
+    } else {
+      tables[role] = t;
+    }
   };
   for (const onnx::NodeProto* n : graph.nodes("EmbedLayerNormalization"))
     for (const auto& [at, role] : {std::pair{2, "word"}, {3, "position"}, {4, "token type"}})
       if (n->input_size() > at) table(n->input(at), role);
   for (const onnx::NodeProto* n : graph.nodes("Gather")) {
-    const GraphIndex::Stored t = graph.stored(n->input(0));
-    if (!t.tensor || t.transposed || t.tensor->dims_size() != 2 || t.tensor->dims(1) != c.hidden_size) continue;
+    if (n->input_size() < 2) continue;
     const std::string input = graph_input_behind(graph, n->input(1));
-    table(n->input(0), input == "input_ids" ? "word" : input == "token_type_ids" ? "token type" : "position");
+    table(n->input(0), input == "input_ids"        ? "word"
+                       : input == "token_type_ids" ? "token type"
+                       : input == "position_ids"   ? "position"
+                                                   : "");
   }
-  for (const onnx::NodeProto* n : graph.nodes("Slice"))  // the first rows of the position table
-    if (const GraphIndex::Stored t = graph.stored(n->input(0));
-        t.tensor && t.tensor->dims_size() == 2 && t.tensor->dims(1) == c.hidden_size)
-      table(n->input(0), "position");
+  for (const onnx::NodeProto* n : graph.nodes("Slice"))
+    if (n->input_size() > 0) table(n->input(0), "position");
+  std::erase_if(computed, [&](const onnx::TensorProto* t) {
+    return std::any_of(tables.begin(), tables.end(), [&](const auto& role) { return role.second == t; });
+  });
+  std::sort(computed.begin(), computed.end(),
+            [](const onnx::TensorProto* x, const onnx::TensorProto* y) { return x->dims(0) > y->dims(0); });
+  for (const char* role : {"position", "token type"})
+    if (!tables.count(role) && !computed.empty()) {
+      tables[role] = computed.front();
+      computed.erase(computed.begin());
+    }
   for (const char* role : {"word", "position", "token type"})
-    if (!rows.count(role))
+    if (!tables.count(role))
       throw unreadable(fmt::format("the {} embedding table", role), "no Gather or Slice of one is recognised");
-  c.vocab_size = int(rows["word"]);
-  c.max_position_embeddings = int(rows["position"]);
-  c.type_vocab_size = int(rows["token type"]);
+  // The parameters' tables are located by their rows (locate_params), which must tell them apart.
+  if (tables["word"]->dims(0) == tables["position"]->dims(0) || tables["word"]->dims(0) == tables["token type"]->dims(0) ||
+      tables["position"]->dims(0) == tables["token type"]->dims(0))
+    throw unreadable("the embedding tables apart", fmt::format("two of them have the same rows (word {}, position "
+                                                               "{}, token type {})",
+                                                               tables["word"]->dims(0), tables["position"]->dims(0),
+                                                               tables["token type"]->dims(0)));
+  c.vocab_size = as_int(tables["word"]->dims(0));
+  c.max_position_embeddings = as_int(tables["position"]->dims(0));
+  c.type_vocab_size = as_int(tables["token type"]->dims(0));
   read.push_back(fmt::format("vocabulary {}, {} positions, {} token types (the embedding tables' rows)", c.vocab_size,
                              c.max_position_embeddings, c.type_vocab_size));
   validate_config(c, file);
 
   Checkpoint ck;
   ck.config = c;
-  ck.dir = file.parent_path();
+  ck.dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
   ck.dir_from = "no checkpoint: the graph's own weights";
   ck.weights_file = file;
   ck.model_sha256 = sha256_file(file);
@@ -836,15 +891,17 @@ Checkpoint graph_checkpoint(const std::filesystem::path& file, const std::filesy
       }
     dequantized += it->weight.dequantized ? 1 : 0;
     half += it->weight.tensor->data_type() == onnx::TensorProto::FLOAT16 ? 1 : 0;
+    ++ck.stored_dtypes[it->weight.dequantized ? "I8 (dequantized)"
+                       : it->weight.tensor->data_type() == onnx::TensorProto::FLOAT16 ? "F16"
+                                                                                      : "F32"];
   });
-  ck.stored_dtypes["graph initializers"] = located.size();
 
   CheckpointTokenizer t = load_tokenizer(
-      {.dir = tokenizer.empty()                       ? file.parent_path()
+      {.dir = tokenizer.empty()                       ? ck.dir
               : std::filesystem::is_directory(tokenizer) ? transformer_folder(tokenizer).dir
                                                          : tokenizer.parent_path(),
        .file = std::filesystem::is_directory(tokenizer) ? std::filesystem::path() : tokenizer,
-       .sizes_from = fmt::format("the graph {} (its embedding tables' rows)", file.filename().string())},
+       .sizes_from = file},
       c);
   ck.vocab = std::move(t.vocab);
   ck.vocab_file = std::move(t.vocab_file);
@@ -871,12 +928,17 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
   c.name = "onnx:" + file.string();
   std::string implied_by;
   std::tie(c.arithmetic, implied_by) = implied_arithmetic(read_model(file).graph(), file, weights_from_graph);
-  c.run = [file, ort, name = c.name, implied_by](const Checkpoint& ck, const std::vector<Encoding>& inputs,
-                                                 const runtime::Stages* stages, unsigned) {
+  c.run = [file, ort, weights_from_graph, name = c.name, implied_by](const Checkpoint& ck,
+                                                                     const std::vector<Encoding>& inputs,
+                                                                     const runtime::Stages* stages, unsigned) {
     if (stages) throw std::logic_error("ONNX Runtime's stages cannot be replaced");
     const ScratchFolder scratch("the graph with its trace tensors as outputs");
     const std::filesystem::path copy = scratch.path() / file.filename();
-    const FoundGraph found = prepare_shipped_graph(file, ck, copy);
+    // The checkpoint must be the graph's own when the candidate says so: else its weights are not compared.
+    if (weights_from_graph && ck.weights_file != file)
+      throw std::logic_error(fmt::format("onnx:{} is judged against its own weights, not {}'s", file.string(),
+                                         ck.weights_file.string()));
+    const FoundGraph found = prepare_shipped_graph(file, ck, copy, weights_from_graph);
     const std::string precision = arithmetic_name(found.implied);
     CandidateRun r;
     r.label = fmt::format("onnxruntime on {} (CPU, {} intra-op thread{}, graph optimization {})",
@@ -908,7 +970,7 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                                         : fmt::format("; not located: {}", fmt::join(found.weights_not_found, ", "))));
     // Measured on ONNX Runtime 1.30: from the extended level its optimizer rewrites DequantizeLinear → MatMul
     // as com.microsoft.MatMulNBits (bits 8, accuracy_level 4), which quantizes the activations to int8.
-    if (found.weights_dequantized && found.dequantize_linear &&
+    if (found.weights_dequantized && found.dequantize_linear && found.implied != Arithmetic::int8 &&
         !(ort.graph_optimization == "disabled" || ort.graph_optimization == "basic"))
       r.notes.push_back(fmt::format("ONNX Runtime's graph optimization {} fuses each DequantizeLinear → MatMul into "
                                     "com.microsoft.MatMulNBits, which quantizes the activations to int8: not the "
@@ -930,10 +992,12 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
     if (found.lenses_derived) {
       const runtime::Encoder lens_code(ck.config, ck.weights);
       for (Trace& trace : r.traces) r.derived = lens_code.derive_lenses(trace);  // the same tensors for each
-      r.notes.push_back("derived: the lens tensors (value_norm, transformed_norm, lens.*, mixing_ratio.*), which the "
-                        "graph does not compute, by lenscheck's runtime lens code in fp32 from the candidate's own "
-                        "attention.value and attention.probs (the residual lens also its attention.pre_norm and each "
-                        "layer's input) and the checkpoint's W_O and attention LayerNorm gain");
+      r.notes.push_back(fmt::format("derived: the lens tensors (value_norm, transformed_norm, lens.*, mixing_ratio.*), "
+                                    "which the graph does not compute, by lenscheck's runtime lens code in fp32 from "
+                                    "the candidate's own attention.value and attention.probs (the residual lens also "
+                                    "its attention.pre_norm and each layer's input) and the {} W_O and attention "
+                                    "LayerNorm gain",
+                                    found.weights_from_graph ? "graph's" : "checkpoint's"));
     }
     r.label = fmt::format("onnxruntime {}{}", run.version, r.label.substr(std::string("onnxruntime").size()));
     const size_t schema = trace_schema(ck.config, 1).size();

@@ -43,9 +43,10 @@ struct FoundGraph {
 // Reads `model`, finds the tensors, checks the weights against the checkpoint's and writes the copy with
 // the tensors as outputs to `copy`. InputError naming the file: not an ONNX model, no input_ids, no
 // last_hidden_state, a hidden size other than the checkpoint's, no BERT recognised (no Softmax, Attention
-// or LayerNorm), weights quantized as no scheme computes them.
+// or LayerNorm), weights quantized as no scheme computes them. `weights_from_graph`: the checkpoint is the
+// graph's own (graph_checkpoint), so its weights are located, not compared, and weight-only int8 is fp32.
 FoundGraph prepare_shipped_graph(const std::filesystem::path& model, const Checkpoint& checkpoint,
-                                 const std::filesystem::path& copy);
+                                 const std::filesystem::path& copy, bool weights_from_graph);
 
 // A graph shipped with no checkpoint beside it, read as one: its config from its shapes and attributes (the
 // LayerNorms' width and ε, the number of attention ops, the heads' split, the FFN's width and activation, the

