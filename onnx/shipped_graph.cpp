@@ -493,7 +493,23 @@ struct Structure {
   std::vector<Norm> norms;                    // none where they are not all recognised
   std::vector<const onnx::NodeProto*> fused;  // each layer's com.microsoft.Attention, or none
   std::string attention_why, norms_why;
+  // The graph's ops of another domain than ONNX's that no pattern knows ("com.microsoft.MultiHeadAttention ×4"):
+  // a fused op that may hold what is not found.
+  std::string unknown_ops;
 };
+
+// The ops of other domains than ONNX's that the patterns do not recognise, with their counts.
+std::string unknown_ops_of(const onnx::GraphProto& g) {
+  static const std::set<std::string> known = {"Attention",      "SkipLayerNormalization", "EmbedLayerNormalization",
+                                              "BiasGelu",       "FastGelu",               "FusedMatMul"};
+  std::map<std::string, int> unknown;
+  for (const onnx::NodeProto& n : g.node())
+    if (!n.domain().empty() && n.domain() != "ai.onnx" && !(n.domain() == "com.microsoft" && known.count(n.op_type())))
+      ++unknown[n.domain() + "." + n.op_type()];
+  std::vector<std::string> listed;
+  for (const auto& [op, count] : unknown) listed.push_back(fmt::format("{} ×{}", op, count));
+  return fmt::format("{}", fmt::join(listed, ", "));
+}
 
 // The structure of a graph of `layers` layers. InputError naming the file where no BERT is recognised, or
 // where the graph's Softmax nodes and LayerNorms show another number of layers.
@@ -502,6 +518,7 @@ Structure structure_of(const GraphIndex& graph, const onnx::GraphProto& g, int l
   const int L = layers;
   Structure s;
   Found& found = s.found;
+  s.unknown_ops = unknown_ops_of(g);
   const std::vector<const onnx::NodeProto*> softmaxes = graph.nodes("Softmax");
   // ONNX Runtime's com.microsoft.Attention (ONNX's own Attention, opset 23, takes Q, K and V apart).
   std::vector<const onnx::NodeProto*> attention_ops = graph.nodes("Attention");
@@ -526,9 +543,10 @@ Structure structure_of(const GraphIndex& graph, const onnx::GraphProto& g, int l
 
   const std::vector<Norm> norms = norms_of(graph, g);
   if (softmaxes.empty() && attention_ops.empty() && norms.empty())
-    throw InputError(file, "no BERT encoder is recognised in the graph: it has no Softmax (nor com.microsoft.Attention) "
-                           "for an attention and no LayerNorm (LayerNormalization, or (x − mean) / σ · γ + β in any "
-                           "form graph_patterns.h knows)");
+    throw InputError(file, fmt::format("no BERT encoder is recognised in the graph: it has no Softmax (nor "
+                                       "com.microsoft.Attention) for an attention and no LayerNorm (LayerNormalization, "
+                                       "or (x − mean) / σ · γ + β in any form graph_patterns.h knows){}",
+                                       s.unknown_ops.empty() ? "" : "; ops the patterns do not know: " + s.unknown_ops));
   if (attention_ops.empty() && softmaxes.size() != size_t(L) && norms.size() == 1 + 2 * softmaxes.size())
     throw InputError(file, fmt::format("the graph has {} layers (Softmax nodes, with the LayerNorms they imply); the "
                                        "checkpoint has {}",
@@ -618,18 +636,22 @@ std::optional<std::string> activation_of(const std::vector<std::pair<std::string
   return acts.size() == 1 ? std::optional(*acts.begin()) : std::nullopt;
 }
 
-// Why a trace tensor was not found, from what the search for its pattern said.
-std::string why_not_found(const std::string& name, const std::string& attention_why, const std::string& norms_why) {
-  const bool attention = name.find(".attention.") != std::string::npos && !name.ends_with(".attention.output");
-  if (attention && !attention_why.empty()) return attention_why;
-  if (is_residual_lens(name))
-    return "a residual-lens tensor, derived from the candidate's attention.value, attention.probs, attention.pre_norm "
-           "and each layer's input, which are not all found";
-  if (!runtime::lens_inputs(name).empty())
-    return "a lens tensor, derived from the candidate's attention.value and attention.probs, which are not found";
-  if (!norms_why.empty() && (name == kEmbeddingsOutput || name.ends_with(".output"))) return norms_why;
-  if (name.ends_with(".intermediate")) return "the FFN's two linear layers, between which it lies, are not recognised";
-  return "not recognised in the graph";
+// Why a trace tensor was not found, from what the search for its pattern said, naming the fused ops the
+// patterns do not know that may hold it.
+std::string why_not_found(const std::string& name, const Structure& s) {
+  const std::string why = [&]() -> std::string {
+    const bool attention = name.find(".attention.") != std::string::npos && !name.ends_with(".attention.output");
+    if (attention && !s.attention_why.empty()) return s.attention_why;
+    if (is_residual_lens(name))
+      return "a residual-lens tensor, derived from the candidate's attention.value, attention.probs, "
+             "attention.pre_norm and each layer's input, which are not all found";
+    if (!runtime::lens_inputs(name).empty())
+      return "a lens tensor, derived from the candidate's attention.value and attention.probs, which are not found";
+    if (!s.norms_why.empty() && (name == kEmbeddingsOutput || name.ends_with(".output"))) return s.norms_why;
+    if (name.ends_with(".intermediate")) return "the FFN's two linear layers, between which it lies, are not recognised";
+    return "not recognised in the graph";
+  }();
+  return s.unknown_ops.empty() ? why : fmt::format("{} (ops the patterns do not know: {})", why, s.unknown_ops);
 }
 
 // A BertModel's interface: input_ids in, last_hidden_state out with the checkpoint's hidden size.
@@ -724,7 +746,7 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
     } else if (derivable(spec.name)) {
       f.lenses_derived = true;
     } else {
-      f.unreachable.push_back({spec.name, why_not_found(spec.name, structure.attention_why, structure.norms_why)});
+      f.unreachable.push_back({spec.name, why_not_found(spec.name, structure)});
     }
   }
   std::ofstream out(copy, std::ios::binary | std::ios::trunc);

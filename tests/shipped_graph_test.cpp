@@ -898,3 +898,25 @@ TEST(GraphWithNoCheckpoint, AMissingForeignOrMismatchedTokenizerIsBadInputNaming
   expect_error(dir / "short-vocab.txt", "short-vocab.txt",
                "has 6 tokens but model.onnx says vocab_size 30522");
 }
+
+// A fused op the patterns do not know (here ONNX Runtime's MultiHeadAttention in place of its Attention) is
+// named with every tensor it may hold, which the local verdict then judges as a span.
+TEST(ShippedGraphInput, AFusedOpThePatternsDoNotKnowIsNamedWithWhatItHides) {
+  onnx::ModelProto m = read(test::fixture("onnx/trained-mini-torch-fused.onnx"));
+  int renamed = 0;
+  for (onnx::NodeProto& n : *m.mutable_graph()->mutable_node())
+    if (n.op_type() == "Attention") {
+      n.set_op_type("MultiHeadAttention");
+      ++renamed;
+    }
+  ASSERT_EQ(renamed, trained_mini().config.num_hidden_layers);
+  const fs::path dir = test::temp_dir("unknown-op");
+  write(m, dir / "model.onnx");
+  const onnx_export::FoundGraph f = onnx_export::prepare_shipped_graph(dir / "model.onnx", trained_mini(),
+                                                                       dir / "copy.onnx", false);
+  const auto context = std::find_if(f.unreachable.begin(), f.unreachable.end(),
+                                    [](const Unreachable& u) { return u.tensor == "layer.2.attention.context"; });
+  ASSERT_NE(context, f.unreachable.end());
+  EXPECT_NE(context->why.find("ops the patterns do not know: com.microsoft.MultiHeadAttention ×4"), std::string::npos)
+      << context->why;
+}
