@@ -62,45 +62,37 @@ std::string string_attribute(const onnx::NodeProto& n, const std::string& name) 
   return "";
 }
 
-std::vector<double> floats_of(const onnx::TensorProto& t) {
+namespace {
+
+// A tensor's values as `Stored` (what its raw_data holds, little-endian as ONNX stores it) or, where it has
+// no raw_data, as its typed field holds them, each converted to `Value`.
+template <typename Stored, typename Value, typename Field>
+std::vector<Value> values_as(const onnx::TensorProto& t, const Field& typed) {
   const std::string& raw = t.raw_data();
-  std::vector<double> v;
-  if (t.data_type() == onnx::TensorProto::FLOAT) {
-    if (raw.empty()) v.assign(t.float_data().begin(), t.float_data().end());
-    for (size_t i = 0; i + 4 <= raw.size(); i += 4) {
-      float f;
-      std::memcpy(&f, raw.data() + i, 4);
-      v.push_back(f);
-    }
-  } else if (t.data_type() == onnx::TensorProto::FLOAT16) {
-    for (size_t i = 0; i + 2 <= raw.size(); i += 2) {
-      _Float16 h;
-      std::memcpy(&h, raw.data() + i, 2);
-      v.push_back(static_cast<float>(h));
-    }
+  std::vector<Value> v;
+  if (raw.empty()) v.assign(typed.begin(), typed.end());
+  for (size_t i = 0; i + sizeof(Stored) <= raw.size(); i += sizeof(Stored)) {
+    Stored x;
+    std::memcpy(&x, raw.data() + i, sizeof(Stored));
+    v.push_back(static_cast<Value>(x));
   }
   return v;
 }
 
+}  // namespace
+
+std::vector<double> floats_of(const onnx::TensorProto& t) {
+  if (t.data_type() == onnx::TensorProto::FLOAT) return values_as<float, double>(t, t.float_data());
+  // float16 without raw_data sits in int32_data as bit patterns, which lenscheck does not read.
+  if (t.data_type() == onnx::TensorProto::FLOAT16 && !t.raw_data().empty())
+    return values_as<_Float16, double>(t, t.float_data());
+  return {};
+}
+
 std::vector<int64_t> int64s_of(const onnx::TensorProto& t) {
-  const std::string& raw = t.raw_data();
-  std::vector<int64_t> v;
-  if (t.data_type() == onnx::TensorProto::INT64) {
-    if (raw.empty()) v.assign(t.int64_data().begin(), t.int64_data().end());
-    for (size_t i = 0; i + 8 <= raw.size(); i += 8) {
-      int64_t x;
-      std::memcpy(&x, raw.data() + i, 8);
-      v.push_back(x);
-    }
-  } else if (t.data_type() == onnx::TensorProto::INT32) {
-    if (raw.empty()) v.assign(t.int32_data().begin(), t.int32_data().end());
-    for (size_t i = 0; i + 4 <= raw.size(); i += 4) {
-      int32_t x;
-      std::memcpy(&x, raw.data() + i, 4);
-      v.push_back(x);
-    }
-  }
-  return v;
+  if (t.data_type() == onnx::TensorProto::INT64) return values_as<int64_t, int64_t>(t, t.int64_data());
+  if (t.data_type() == onnx::TensorProto::INT32) return values_as<int32_t, int64_t>(t, t.int32_data());
+  return {};
 }
 
 namespace {
