@@ -182,6 +182,7 @@ TraceComparison Judge::judge(const Trace& candidate, const References& refs,
     std::vector<const Trace*> spread = {&local.fp32};
     for (const Trace& p : local.probes) spread.push_back(&p);
     if (local.fused) spread.push_back(&*local.fused);
+    if (local.attention_in_one_kernel) spread.push_back(&*local.attention_in_one_kernel);
     judge_locally(c, candidate, local.exact, spread, tolerances_, scheme_of(arithmetic_), local.spans);
   } catch (const oracle::OracleError& e) {
     throw InputError(checkpoint_.dir, e.what());

@@ -5,6 +5,15 @@
 #include "oracle/torch_oracle.h"
 
 namespace lenscheck::oracle {
+namespace {
+
+bool lacks_probabilities(const Trace& candidate, int layers) {
+  for (int l = 0; l < layers; ++l)
+    if (!candidate.find(trace_name(l, LayerTensor::probs))) return true;
+  return false;
+}
+
+}  // namespace
 
 Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int probes) const {
   if (!impl_->simulated) throw std::logic_error("recompute_locally runs on an oracle made by recomputing_in");
@@ -21,6 +30,11 @@ Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int pr
     if (impl_->scheme.fused_ops) {
       const Local fused{.feed = &candidate, .fp32_ops = false, .probe = 0, .as_fused_graph = true};
       r.fused = run_simulated(enc, &fused);
+    }
+    if (impl_->scheme.ops.digits < kBinary32.digits && !impl_->scheme.fp32_between_casts && !impl_->scheme.fused_ops &&
+        lacks_probabilities(candidate, impl_->config.num_hidden_layers)) {
+      const Local one_kernel{.feed = &candidate, .fp32_ops = false, .probe = 0, .attention_in_one_kernel = true};
+      r.attention_in_one_kernel = run_simulated(enc, &one_kernel);
     }
     SumMagnitudes magnitudes;
     for (int seed = 1; seed <= probes; ++seed) {

@@ -61,10 +61,19 @@ class Oracle {
   // (Q, K, V, the LayerNorms' inputs, the products before the bias) are in no trace, so both ends belong
   // to the spread. Measured on trained-mini and all-MiniLM-L6-v2's fused fp16 graphs: either alone as the
   // reference leaves a clean graph's local ratios at 11-62 (context, pre_norm), both at most 1.4.
+  // `attention_in_one_kernel`, where the scheme rounds its ops coarser than fp32 and the candidate holds
+  // no probabilities of some layer: `exact` with the scores and probabilities not rounded, the context
+  // the attention's only rounded value. Nothing in such a trace shows the two were stored, and a fused
+  // attention kernel keeps them in fp32: torch's scaled_dot_product_attention on the CPU (its flash
+  // kernel, aten/src/ATen/native/cpu/FlashAttentionKernel.cpp: q·k, the softmax and p·v accumulate in
+  // float for Half and BFloat16, the output alone stored in the format). Both ends belong to the span's
+  // spread. Measured on transformers' SDPA in fp16 and bf16 (reports/verify-transformers.md): with the
+  // all-rounded end alone the clean context's local ratio is 17-43, with both at most a few.
   struct LocalReferences {
     Trace exact, fp32;
     std::vector<Trace> probes;
     std::optional<Trace> fused;
+    std::optional<Trace> attention_in_one_kernel;
     std::map<std::string, TraceSpan> spans;  // each tensor recomputed through tensors the candidate lacks
   };
   LocalReferences recompute_locally(const Trace& candidate, int probes) const;
@@ -89,6 +98,7 @@ class Oracle {
     // them, the others read them (a matrix product each, as dear as the layer).
     SumMagnitudes* magnitudes = nullptr;
     bool as_fused_graph = false;  // LocalReferences::fused
+    bool attention_in_one_kernel = false;  // LocalReferences::attention_in_one_kernel
   };
   // `spans`: where a local pass writes LocalReferences::spans.
   Trace run_simulated(const Encoding& encoding, const Local* local,

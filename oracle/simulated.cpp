@@ -63,6 +63,7 @@ class Oracle::SimulatedPass {
       : m_(m), s_(m.scheme), local_(local), enc_(enc), T_(int64_t(enc.ids.size())), D_(m.config.hidden_size),
         H_(m.config.num_attention_heads), Dh_(D_ / H_), fp32_ops_(local && local->fp32_ops),
         fused_graph_(local && local->as_fused_graph),
+        one_attention_kernel_(local && local->attention_in_one_kernel),
         round_inputs_(s_.product_inputs.digits < s_.ops.digits) {
     const Arithmetic arithmetic = *m.simulated;
     // Every value is one of the format's, which binary32 holds exactly: the trace declares the format.
@@ -113,6 +114,7 @@ class Oracle::SimulatedPass {
   const int64_t T_, D_, H_, Dh_;
   const bool fp32_ops_;
   const bool fused_graph_;  // Oracle::LocalReferences::fused
+  const bool one_attention_kernel_;  // Oracle::LocalReferences::attention_in_one_kernel
   // Every operand is already a value of the op or stored format: only a coarser product input rounds it.
   const bool round_inputs_;
   std::optional<SeededRng> probe_;
@@ -242,6 +244,15 @@ class Oracle::SimulatedPass {
     trace_.add(name, to_trace(keep(result_probe_ ? op(one_step_off(raw)) : y)));
     return !s_.fp32_between_casts || kept_in_stored_format ? keep(y) : y;
   }
+  // The scores or the probabilities: an op's result as `finish` rounds it, or, inside one attention kernel,
+  // not rounded at all (Oracle::LocalReferences::attention_in_one_kernel).
+  torch::Tensor inside_attention(const std::string& name, const std::vector<std::string>& inputs,
+                                 const torch::Tensor& raw) {
+    if (!one_attention_kernel_) return finish(name, inputs, raw, false);
+    reached(name, inputs);
+    trace_.add(name, to_trace(back(raw)));
+    return back(raw);
+  }
   // A LayerNorm, which reads its input as stored (ONNX Runtime's float16 kernel reads fp16) and whose
   // output is stored, the global rounding probe moving it one step of the stored format.
   torch::Tensor finish_norm(const std::string& name, const std::vector<std::string>& inputs, const torch::Tensor& v,
@@ -289,11 +300,13 @@ class Oracle::SimulatedPass {
     const auto qi = input(name(LT::query), q, {H, T, Dh}, !fused_graph_),
                ki = input(name(LT::key), k, {H, T, Dh}, !fused_graph_),
                vi = input(name(LT::value), v, {H, T, Dh}, !fused_graph_);
-    const auto scores = finish(name(LT::scores), {name(LT::query), name(LT::key)},
-                               arith(product(qi, ki.transpose(1, 2))) / arith(constant(std::sqrt(double(Dh)))),
-                               false);
+    const auto scores =
+        inside_attention(name(LT::scores), {name(LT::query), name(LT::key)},
+                         one_attention_kernel_ ? product_raw(qi, ki.transpose(1, 2)) / std::sqrt(double(Dh))
+                                               : arith(product(qi, ki.transpose(1, 2))) /
+                                                     arith(constant(std::sqrt(double(Dh)))));
     const auto si = input(name(LT::scores), scores, {H, T, T}, false);
-    const auto alpha = finish(name(LT::probs), {name(LT::scores)}, torch::softmax(arith(si), -1), false);
+    const auto alpha = inside_attention(name(LT::probs), {name(LT::scores)}, torch::softmax(arith(si), -1));
     const auto ai = input(name(LT::probs), alpha, {H, T, T}, false);
     const auto context = finish(name(LT::context), {name(LT::probs), name(LT::value)},
                                 product_raw(ai, vi).transpose(0, 1).reshape({T, D}), true);
