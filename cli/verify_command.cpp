@@ -41,7 +41,7 @@ void print_summary(const ComparisonSummary& c) {
 
 struct VerifyOptionsText {
   std::string model_dir, vocab, sentences, tolerances, reference, report, json, junit;
-  std::string candidate = "runtime", declared, plan, python_env, fault_linear;
+  std::string candidate = "runtime", declared, plan, python_env, fault_op;
   bool absolute = false, require_all = false;
   size_t limit = 0;  // 0: every sentence
   onnx_export::CandidateSpec ort;
@@ -130,9 +130,10 @@ Command add_verify(CLI::App& app, const Shared& shared) {
       ->capture_default_str()->check(CLI::Range(1, 256));
   command->add_option("--candidate-model", o->hf.weights, "transformers: the checkpoint folder transformers loads "
                                                          "(default --model), judged against --model's truth");
-  command->add_option("--fault-linear", o->fault_linear, "transformers: MODULE:DELTA, one linear layer's output "
-                                                        "times 1 + DELTA (e.g. encoder.layer.1.attention.self.value:1e-3), "
-                                                        "an op fault the gate must catch");
+  command->add_option("--fault-op", o->fault_op, "transformers: MODULE:DELTA, the output of one linear layer or "
+                                                "of a layer's attention.self times 1 + DELTA (e.g. "
+                                                "encoder.layer.1.attention.self.value:1e-3), an op fault the gate "
+                                                "must catch");
   command->add_option("--ort-threads", o->ort.ort.intra_op_threads, "onnxruntime: intra-op threads")
       ->capture_default_str()->check(CLI::Range(1, 256));
   command->add_option("--ort-optimization", o->ort.ort.graph_optimization, "onnxruntime: graph optimization level")
@@ -181,13 +182,13 @@ Command add_verify(CLI::App& app, const Shared& shared) {
             const std::vector<Sentence> sentences = stream.next(o->limit ? o->limit : stream.total());
             Candidate candidate = runtime_candidate();
             const bool transformers_candidate = o->candidate.rfind("transformers", 0) == 0;
-            for (const char* option : {"--torch-dtype", "--torch-threads", "--candidate-model", "--fault-linear"})
+            for (const char* option : {"--torch-dtype", "--torch-threads", "--candidate-model", "--fault-op"})
               if (!transformers_candidate && command->count(option))
                 throw InputError(option, fmt::format("only a transformers candidate takes it, not {}", o->candidate));
             if (transformers_candidate) {
               o->hf.attention = transformers::parse_candidate(o->candidate);
               o->hf.torch_dtype = transformers::parse_torch_dtype(o->hf.torch_dtype);
-              if (!o->fault_linear.empty()) o->hf.fault = transformers::parse_linear_fault(o->fault_linear);
+              if (!o->fault_op.empty()) o->hf.fault = transformers::parse_op_fault(o->fault_op);
               o->hf.adapter = data.hf_adapter();
               o->hf.python_env = data.transformers_env(o->python_env);
               return report(verify(ck, transformers::candidate(o->hf), sentences, o->sentences, tol, options), *o);

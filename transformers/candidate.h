@@ -14,9 +14,10 @@ namespace lenscheck::transformers {
 
 enum class Attention { eager, sdpa };  // transformers' attn_implementation
 
-// One linear layer's output times 1 + delta (a forward hook in the adapter): an op fault the weights
-// do not show, for the tests that the gate catches one.
-struct LinearFault {
+// One op's output times 1 + delta (a forward hook in the adapter): an op fault the weights do not show,
+// for the tests that the gate catches one. The op is a linear layer, or a layer's self-attention (under
+// SDPA one kernel from Q, K and V to the context: a span the gate judges whole).
+struct OpFault {
   std::string module;  // BertModel's module name, e.g. encoder.layer.1.attention.self.value
   double delta = 0;
 };
@@ -30,7 +31,7 @@ struct CandidateSpec {
   // The checkpoint folder transformers loads; empty: the one judged. Another (a copy with a weight
   // changed) is judged against the judged one's truth.
   std::filesystem::path weights;
-  std::optional<LinearFault> fault;
+  std::optional<OpFault> fault;
   // Bounds in seconds: start-up (torch and transformers imported, the model loaded), then each sentence.
   double startup_seconds = 120, sentence_seconds = 60;
 };
@@ -39,8 +40,8 @@ struct CandidateSpec {
 Attention parse_candidate(const std::string& candidate);
 // "fp32", "fp16", "bf16"; an InputError naming --torch-dtype otherwise.
 std::string parse_torch_dtype(const std::string& dtype);
-// "encoder.layer.1.attention.self.value:1e-3"; an InputError naming --fault-linear otherwise.
-LinearFault parse_linear_fault(const std::string& text);
+// "encoder.layer.1.attention.self.value:1e-3"; an InputError naming --fault-op otherwise.
+OpFault parse_op_fault(const std::string& text);
 // What a dtype declares to the gate: fp32, bf16, fp16 (model/arithmetic.h): every op's output rounded to it.
 Arithmetic declared_arithmetic(const std::string& torch_dtype);
 

@@ -44,12 +44,16 @@ def load_model(request, torch, transformers):
 
 
 def add_fault(model, fault):
-    """One linear layer's output times 1 + delta, as a forward hook: an op fault no weight shows."""
+    """One op's output times 1 + delta, as a forward hook: an op fault no weight shows. The op is a linear layer,
+    or a layer's self-attention, whose first output is the context (under SDPA one kernel from Q, K and V)."""
     module = dict(model.named_modules()).get(fault["module"])
-    if module is None or type(module).__name__ != "Linear":
-        raise ValueError(f"--fault-linear: {fault['module']!r} is no linear layer of BertModel "
+    if module is None or not (type(module).__name__ == "Linear" or module in
+                              [layer.attention.self for layer in model.encoder.layer]):
+        raise ValueError(f"--fault-op: {fault['module']!r} is no linear layer or attention.self of BertModel "
                          "(e.g. encoder.layer.1.attention.self.value)")
-    module.register_forward_hook(lambda _module, _inputs, out: out * (1 + fault["delta"]))
+    times = 1 + fault["delta"]
+    module.register_forward_hook(
+        lambda _module, _inputs, out: (out[0] * times, *out[1:]) if isinstance(out, tuple) else out * times)
 
 
 class Recorder:
