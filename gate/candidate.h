@@ -5,6 +5,7 @@
 // (reference_traces).
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "common/sentences.h"
 #include "model/arithmetic.h"
 #include "model/checkpoint.h"
+#include "model/quantize.h"
 #include "model/trace.h"
 #include "runtime/stages.h"
 
@@ -37,6 +39,9 @@ struct CandidateRun {
   // Where the candidate's weights are not the checkpoint's (a graph exported from another one): each
   // differing parameter, and no trace: the verdict fails before any sentence runs.
   std::vector<std::string> weights_differ;
+  // The weights as the candidate holds them quantized (a graph's int8 or uint8 integers, scales and zero
+  // points, any rule), which its scheme's benchmark computes with in place of the scheme's own rule.
+  std::shared_ptr<const QuantizedParams> quantized;
 };
 
 struct Candidate {

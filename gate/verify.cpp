@@ -120,20 +120,23 @@ struct Judge::Oracles {
   std::optional<oracle::Oracle> other_rounding;
 };
 
-Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule, Arithmetic arithmetic)
+Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule, Arithmetic arithmetic,
+             std::shared_ptr<const QuantizedParams> quantized)
     : checkpoint_(ck), tolerances_(tolerances), rule_(rule), arithmetic_(arithmetic) {
   if (rule == Rule::absolute && arithmetic != Arithmetic::fp32)
     throw InputError("--absolute", fmt::format("the absolute rule's bounds are fp32's; a candidate that declares "
                                                "{} is judged by the derived rule", arithmetic_name(arithmetic)));
   try {
-    oracles_ = std::make_unique<Oracles>(Oracles{oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic), {}, {}, {}, {}});
+    oracles_ = std::make_unique<Oracles>(
+        Oracles{oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic, 0, quantized), {}, {}, {}, {}});
     if (rule == Rule::derived) {
       for (int seed = 1; seed <= kRoundingProbes; ++seed)
-        oracles_->perturbed.push_back(oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic, uint64_t(seed)));
+        oracles_->perturbed.push_back(
+            oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic, uint64_t(seed), quantized));
       oracles_->fp64.emplace(ck.config, ck.weights, oracle::Precision::fp64);
-      oracles_->local.emplace(oracle::Oracle::recomputing_in(ck.config, ck.weights, arithmetic));
+      oracles_->local.emplace(oracle::Oracle::recomputing_in(ck.config, ck.weights, arithmetic, quantized));
       if (const auto other = other_rounding(arithmetic))
-        oracles_->other_rounding.emplace(oracle::Oracle::computing_in(ck.config, ck.weights, *other));
+        oracles_->other_rounding.emplace(oracle::Oracle::computing_in(ck.config, ck.weights, *other, 0, quantized));
     }
   } catch (const oracle::OracleError& e) {
     throw InputError(ck.dir, e.what());
@@ -299,7 +302,7 @@ std::set<std::string> unreachable_of(const CandidateRun& run, const Candidate& c
 VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candidate& candidate,
                              const std::vector<Sentence>& sentences, const std::vector<Encoding>& inputs,
                              const Tolerances& tolerances, VerifyOptions options) {
-  const Judge judge(ck, tolerances, options.rule, options.arithmetic.value_or(candidate.arithmetic));
+  std::optional<Judge> judge;  // made when the first run says what it holds (its own quantized weights)
   r.sentences.resize(sentences.size());
   std::string label = candidate.name;
   std::set<std::string> unreachable;
@@ -307,11 +310,13 @@ VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candida
     const std::vector<Encoding> part(inputs.begin() + first,
                                      inputs.begin() + std::min(inputs.size(), first + kSentencesPerRun));
     const CandidateRun run = candidate.run(ck, part, nullptr, options.threads);
+    if (!judge)
+      judge.emplace(ck, tolerances, options.rule, options.arithmetic.value_or(candidate.arithmetic), run.quantized);
     if (!run.weights_differ.empty()) {  // not the checkpoint's model: nothing to judge it on
       r.notes.insert(r.notes.end(), run.notes.begin(), run.notes.end());
       r.weights_differ = run.weights_differ;
       r.sentences.clear();
-      conclude(r, judge, {.rule = options.rule}, run.label);
+      conclude(r, *judge, {.rule = options.rule}, run.label);
       return r;
     }
     if (run.traces.size() != part.size())
@@ -327,11 +332,12 @@ VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candida
       SentenceVerdict& v = r.sentences[first + i];
       v.sentence = sentences[first + i];
       v.tokens = part[i].tokens;
-      judge_sentence(judge, options, ck.config, v, run.traces[i], part[i], unreachable);
+      judge_sentence(*judge, options, ck.config, v, run.traces[i], part[i], unreachable);
     });
     if (options.progress) options.progress(first + part.size(), inputs.size());
   }
-  conclude(r, judge, options, label);
+  if (!judge) judge.emplace(ck, tolerances, options.rule, options.arithmetic.value_or(candidate.arithmetic));
+  conclude(r, *judge, options, label);
   return r;
 }
 

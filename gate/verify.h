@@ -129,8 +129,10 @@ inline constexpr int kRoundingProbes = 3;
 // (oracle::Oracle::computing_in); the truth is fp64. The absolute rule is fp32's only.
 class Judge {
  public:
+  // `quantized`: the candidate's own quantized weights, which the benchmark and the local recomputation
+  // read in place of the scheme's rule (oracle::Oracle::computing_in).
   Judge(const Checkpoint& checkpoint, const Tolerances& tolerances, Rule rule,
-        Arithmetic arithmetic = Arithmetic::fp32);
+        Arithmetic arithmetic = Arithmetic::fp32, std::shared_ptr<const QuantizedParams> quantized = nullptr);
   ~Judge();
   // What a candidate is judged by, for one input.
   struct References {

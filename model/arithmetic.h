@@ -28,10 +28,11 @@ enum class Arithmetic {
                    // local verdict's spread holds both (Oracle::LocalReferences::fused)
   int8,          // ONNX Runtime's quantize_dynamic: linear layers as uint8 activations (per tensor,
                  // DynamicQuantizeLinear's scale and zero point in fp32) times int8 weights (per output
-                 // channel, [-64, 64]) with exact integer sums, × (x_scale · w_scale) and + bias in fp32;
-                 // fp32 elsewhere
+                 // channel, [-64, 64]; a graph's own integers where it brings them: model/quantize.h) with
+                 // exact integer sums, × (x_scale · w_scale) and + bias in fp32; fp32 elsewhere
   w8a32,         // weight-only int8: every linear layer's weight and the word and position embedding tables
-                 // int8, symmetric per output channel (per token) in [-127, 127] (model/quantize.h),
+                 // int8, symmetric per output channel (per token) in [-127, 127] (model/quantize.h; a
+                 // graph's own integers where it brings them),
                  // dequantized to fp32 (q · scale, one rounding), as a graph's Cast · scale or
                  // DequantizeLinear does; all arithmetic fp32
 };

@@ -157,7 +157,7 @@ class BertGraph {
     const int64_t out = qw.out, in = qw.in;
     std::vector<int8_t> q(qw.values.size());
     for (int64_t o = 0; o < out; ++o)
-      for (int64_t i = 0; i < in; ++i) q[size_t(i * out + o)] = qw.values[size_t(o * in + i)];
+      for (int64_t i = 0; i < in; ++i) q[size_t(i * out + o)] = int8_t(qw.values[size_t(o * in + i)]);
     const std::vector<float>& scales = qw.scales;
     const std::string wq = b_.int8s(prefix + ".weight_quantized", {in, out}, q);
     const std::string wzp = b_.int8s(prefix + ".weight_zero_point", {out}, std::vector<int8_t>(size_t(out), 0));

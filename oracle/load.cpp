@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
 #include <tuple>
 
 #include "model/quantize.h"
@@ -64,18 +66,21 @@ Oracle::Oracle(const BertConfig& config, const BertWeights& w, Precision precisi
 }
 
 Oracle Oracle::computing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic,
-                            uint64_t rounding_probe) {
+                            uint64_t rounding_probe, std::shared_ptr<const QuantizedParams> quantized) {
   if (arithmetic == Arithmetic::fp32) return Oracle(config, w, Precision::fp32, rounding_probe);
-  return simulating(config, w, arithmetic, rounding_probe);
+  return simulating(config, w, arithmetic, rounding_probe, std::move(quantized));
 }
 
-Oracle Oracle::recomputing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic) {
-  return simulating(config, w, arithmetic, 0);
+Oracle Oracle::recomputing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic,
+                              std::shared_ptr<const QuantizedParams> quantized) {
+  return simulating(config, w, arithmetic, 0, std::move(quantized));
 }
 
-Oracle Oracle::simulating(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic, uint64_t rounding_probe) {
+Oracle Oracle::simulating(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic, uint64_t rounding_probe,
+                          std::shared_ptr<const QuantizedParams> quantized) {
   Oracle o;
   o.impl_->rounding_probe = rounding_probe;
+  o.impl_->quantized = std::move(quantized);
   translating_torch_errors(arithmetic_name(arithmetic) + " (simulated in fp64)", "load the weights",
                            [&] { o.load_simulated(config, w, arithmetic); });
   return o;
@@ -102,20 +107,34 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
       out[i] = stored_in(f, p.values[i], m.rounding_probe, m.rounding_probe && (rng.next() & 1));
     return x;
   };
-  // A weight quantized per output channel in [-limit, limit]: its integers [out, in] and scales [out], the
-  // integers moved one quantization step under a probe (inwards at the range's ends).
+  // A parameter as the graph's quantizer holds it, where it does (Oracle::computing_in's `quantized`).
+  std::map<const Param*, std::string> names;
+  if (m.quantized) for_each_param(config, w, [&](const std::string& name, const Param& p) { names[&p] = name; });
+  auto held = [&](const Param& p) -> const QuantizedWeight* {
+    if (!m.quantized) return nullptr;
+    const auto it = m.quantized->find(names.at(&p));
+    return it == m.quantized->end() ? nullptr : &it->second;
+  };
+  // A weight quantized per output channel, as the graph holds it or else in [-limit, limit] by
+  // model/quantize.h's rule: its integers less their zero points [out, in] and scales [out], the integers
+  // moved one quantization step under a probe (inwards at the range's ends).
   auto quantized = [&](const Param& weight, int limit) {
-    const QuantizedWeight qw = quantize_per_channel(weight, limit);
+    QuantizedWeight by_rule;
+    const QuantizedWeight& qw = held(weight) ? *held(weight) : (by_rule = quantize_per_channel(weight, limit));
     auto q = torch::tensor(std::vector<int64_t>(qw.values.begin(), qw.values.end()), torch::kInt64)
                  .view({qw.out, qw.in}).to(torch::kFloat64);
     if (m.rounding_probe) {
       q = torch::where(draws(q), q + 1, q - 1);
-      q = torch::where(q > limit, torch::full_like(q, limit - 1), q);
-      q = torch::where(q < -limit, torch::full_like(q, 1 - limit), q);
+      q = torch::where(q > qw.highest, torch::full_like(q, qw.highest - 1), q);
+      q = torch::where(q < qw.lowest, torch::full_like(q, qw.lowest + 1), q);
     }
-    return std::pair{q, torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64)};
+    const auto zero = torch::tensor(std::vector<int64_t>(qw.zero_points.begin(), qw.zero_points.end()), torch::kInt64)
+                          .to(torch::kFloat64);
+    return std::pair{q - zero.unsqueeze(1),
+                     torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64)};
   };
-  // w8a32's weights as the graph's Cast · scale (or DequantizeLinear) makes them: q · scale rounded to fp32.
+  // w8a32's weights, or any table the graph quantizes, as Cast · scale or DequantizeLinear makes them:
+  // (q − zero point) · scale rounded to fp32.
   auto dequantized = [&](const Param& weight) {
     const auto [q, scales] = quantized(weight, kWeightOnlyInt8Limit);
     return rounded_to_fp32(q * scales.unsqueeze(1));
@@ -133,9 +152,20 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     return l;
   };
   // The word table's entries, the first values stored, are rounded and stepped as `stored` does, when read;
-  // w8a32's are quantized per token as `dequantized` does, each row's scale kept.
+  // the graph's quantized ones dequantized as `dequantized` does; w8a32's are quantized per token as
+  // `dequantized` does, each row's scale kept.
   m.word_table = &w.word_embeddings;
-  if (m.scheme.weight_only_int8) {
+  if (const QuantizedWeight* table = held(w.word_embeddings)) {
+    m.word_value = [table, D = w.word_embeddings.shape.at(1), probe = m.rounding_probe](float, uint64_t index) {
+      const size_t row = size_t(index / uint64_t(D));
+      int32_t q = table->values[size_t(index)];
+      if (probe) {  // one quantization step, inwards at the range's ends, as `quantized` moves them
+        q += probe_up(probe, index) ? 1 : -1;
+        q = q > table->highest ? table->highest - 1 : q < table->lowest ? table->lowest + 1 : q;
+      }
+      return double(float(q - table->zero_points[row]) * table->scales[row]);  // one fp32 rounding
+    };
+  } else if (m.scheme.weight_only_int8) {
     const QuantizedWeight rows = quantize_per_channel(w.word_embeddings, kWeightOnlyInt8Limit);
     m.word_value = [scales = rows.scales, D = w.word_embeddings.shape.at(1), probe = m.rounding_probe](
                        float value, uint64_t index) {
@@ -154,8 +184,10 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     };
   }
   rng.skip(w.word_embeddings.values.size());
-  m.position = m.scheme.weight_only_int8 ? dequantized(w.position_embeddings) : stored(w.position_embeddings, values);
-  m.token_type = stored(w.token_type_embeddings, values);
+  m.position = m.scheme.weight_only_int8 || held(w.position_embeddings) ? dequantized(w.position_embeddings)
+                                                                       : stored(w.position_embeddings, values);
+  m.token_type = held(w.token_type_embeddings) ? dequantized(w.token_type_embeddings)
+                                               : stored(w.token_type_embeddings, values);
   m.ln_g = stored(w.embeddings_ln_g, values);
   m.ln_b = stored(w.embeddings_ln_b, values);
   for (const LayerWeights& L : w.layers) {

@@ -9,6 +9,7 @@
 
 #include "model/arithmetic.h"
 #include "model/checkpoint.h"
+#include "model/quantize.h"
 #include "model/tokenizer.h"
 #include "model/trace.h"
 
@@ -36,11 +37,16 @@ class Oracle {
   // in the format and its output rounded to it (model/arithmetic.h says which values each format rounds,
   // int8 as ONNX Runtime's quantize_dynamic does, w8a32's weights re-quantized by model/quantize.h's rule
   // and dequantized to fp32). A rounding probe moves every stored parameter and LayerNorm output one step
-  // of the format it is stored in (one quantization step for int8 weights).
+  // of the format it is stored in (one quantization step for int8 weights). `quantized`: the weights as a
+  // graph's quantizer holds them (any rule), which the simulated schemes read in place of their own rule:
+  // int8's and w8a32's linear layers, and any embedding table the graph quantizes, dequantized as a
+  // DequantizeLinear does ((q − zero point) · scale, one fp32 rounding).
   static Oracle computing_in(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
-                             uint64_t rounding_probe = 0);
+                             uint64_t rounding_probe = 0,
+                             std::shared_ptr<const QuantizedParams> quantized = nullptr);
   // The simulated forward of computing_in for every scheme, fp32 included: what recompute_locally runs on.
-  static Oracle recomputing_in(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic);
+  static Oracle recomputing_in(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
+                               std::shared_ptr<const QuantizedParams> quantized = nullptr);
   ~Oracle();
   Oracle(Oracle&&) noexcept;
 
@@ -85,7 +91,7 @@ class Oracle {
  private:
   Oracle();
   static Oracle simulating(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
-                           uint64_t rounding_probe);
+                           uint64_t rounding_probe, std::shared_ptr<const QuantizedParams> quantized);
   void load(const BertConfig& config, const BertWeights& weights, Precision precision);
   void load_simulated(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic);
   Trace run(const Encoding& encoding, Record record) const;

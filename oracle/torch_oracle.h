@@ -61,6 +61,7 @@ struct Oracle::Impl {
   std::optional<Arithmetic> simulated;
   Scheme scheme = scheme_of(Arithmetic::fp32);
   std::vector<SimulatedLayer> simulated_layers;
+  std::shared_ptr<const QuantizedParams> quantized;  // a graph's quantized weights, which word_value reads
 
   torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& g,
                            const torch::Tensor& b) const {
