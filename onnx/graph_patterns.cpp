@@ -168,7 +168,24 @@ std::optional<std::pair<std::string, Dequantization>> dequantize_linear(const Gr
   return std::pair{n.input(0), d};
 }
 
-constexpr DequantizationForm kDequantizationForms[] = {cast_times_scale, dequantize_linear};
+// quantize_dynamic's embedding tables: DequantizeLinear(Gather(q, ids), scale[, zero_point]), the rows gathered
+// as integers and then dequantized with one scale and zero point for the whole table.
+std::optional<std::pair<std::string, Dequantization>> gather_then_dequantize(const GraphIndex& graph,
+                                                                            const onnx::NodeProto& n) {
+  if (n.op_type() != "DequantizeLinear" || n.input_size() < 2) return std::nullopt;
+  const onnx::NodeProto* gather = graph.made_by(n.input(0), "Gather");
+  if (!gather || gather->input_size() < 1 || int_attribute(*gather, "axis") != 0) return std::nullopt;
+  const onnx::TensorProto* q = graph.initializer(gather->input(0));
+  const onnx::TensorProto* scale = graph.initializer(n.input(1));
+  if (!integer8(q) || !scale || scale->data_type() != onnx::TensorProto::FLOAT || elements(*scale) != 1)
+    return std::nullopt;
+  Dequantization d{.scale = scale, .by = "Gather · DequantizeLinear"};
+  if (n.input_size() > 2 && !n.input(2).empty() && !(d.zero_point = graph.initializer(n.input(2))))
+    return std::nullopt;
+  return std::pair{gather->input(0), d};
+}
+
+constexpr DequantizationForm kDequantizationForms[] = {cast_times_scale, dequantize_linear, gather_then_dequantize};
 
 // The dequantization node `n` is, by the first form that recognises it.
 std::optional<std::pair<std::string, Dequantization>> dequantization_at(const GraphIndex& graph,
@@ -203,6 +220,13 @@ GraphIndex::Stored GraphIndex::stored(const std::string& value) const {
   if (s.transposed && it->second->dims_size() != 2) return {};
   s.tensor = it->second;
   return s;
+}
+
+std::optional<Dequantization> dequantized_after_gather(const GraphIndex& graph, const onnx::NodeProto& gather) {
+  if (gather.op_type() != "Gather" || gather.output_size() < 1) return std::nullopt;
+  for (const onnx::NodeProto* dq : graph.readers(gather.output(0), "DequantizeLinear"))
+    if (const auto found = gather_then_dequantize(graph, *dq)) return found->second;
+  return std::nullopt;
 }
 
 const onnx::TensorProto* GraphIndex::initializer(const std::string& value) const {

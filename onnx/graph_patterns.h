@@ -55,6 +55,10 @@ class GraphIndex {
   std::map<std::string, const onnx::TensorProto*> constants_;
 };
 
+// An integer table's dequantization where a quantizer puts it after the Gather that reads the table
+// (DequantizeLinear(Gather(q, ids), scale[, zero_point]), one scale for the table: quantize_dynamic's form).
+std::optional<Dequantization> dequantized_after_gather(const GraphIndex& graph, const onnx::NodeProto& gather);
+
 // An integer attribute of a node, or `otherwise` where it has none.
 int64_t int_attribute(const onnx::NodeProto& n, const std::string& name, int64_t otherwise = 0);
 // A float attribute of a node, or `otherwise` where it has none.

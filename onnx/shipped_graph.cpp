@@ -75,10 +75,11 @@ WeightRule weight_rule(const GraphIndex& graph) {
 
 // What the graph computes in, as its tensors and ops say: int8 where a linear layer is quantized
 // (quantize_dynamic's form), w8a32 where its weights are int8 dequantized in the graph (Cast · scale,
-// DequantizeLinear) and every op is fp32, fp16 where the initializers are float16, fp32 otherwise. Weights
-// quantized by a rule no scheme models, and quantized activations, are an InputError naming the file.
+// DequantizeLinear) and every op is fp32, fp16 where the initializers are float16, fp32 otherwise. Either int8
+// scheme computes with the graph's own integers, whatever rule quantized them (FoundGraph::quantized). Quantized
+// activations are an InputError naming the file.
 // `weights_from_graph`: the truth's weights are the graph's own, dequantized as it does (graph_checkpoint), so
-// weight-only int8 is fp32 arithmetic on them, whatever rule quantized them.
+// weight-only int8 is fp32 arithmetic on them.
 std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g, const std::filesystem::path& file,
                                                       bool weights_from_graph) {
   for (const onnx::NodeProto& n : g.node())
@@ -96,10 +97,6 @@ std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g,
                                          r.per_channel ? "per channel" : "per tensor", r.lowest, r.highest);
     if (weights_from_graph)
       return {Arithmetic::fp32, "its weights are " + rule + ", read dequantized as the truth's; every op fp32"};
-    if (!r.symmetric || !r.per_channel || r.lowest < -kWeightOnlyInt8Limit)
-      throw InputError(file, fmt::format("its weights are {}: no scheme lenscheck knows computes that (w8a32: "
-                                         "symmetric int8 per output channel in [-{}, {}])",
-                                         rule, kWeightOnlyInt8Limit, kWeightOnlyInt8Limit));
     return {Arithmetic::w8a32, "its weights are " + rule + ", every op fp32"};
   }
   for (const onnx::TensorProto& t : g.initializer())
@@ -191,10 +188,8 @@ std::optional<Placement> placement(const std::vector<int64_t>& shape, const Grap
 
 // One parameter of the checkpoint against the graph's: equal in fp32, equal once rounded to the
 // nearest float16, or within half a quantization step of its channel (a quantizer rounds each weight
-// to the nearest multiple of its channel's scale). Under w8a32, an int8 matrix must moreover be the
-// checkpoint's re-quantized by the scheme's rule (model/quantize.h) bit for bit: integers and scales.
-// Returns the problem, or nothing.
-std::optional<std::string> differs(const std::string& name, const Param& p, const GraphWeight& w, bool w8a32) {
+// to the nearest multiple of its channel's scale). Returns the problem, or nothing.
+std::optional<std::string> differs(const std::string& name, const Param& p, const GraphWeight& w) {
   const GraphValues g = values_of(*w.tensor, w.dequantized);
   const std::optional<Placement> place = placement(p.shape, w, g.values.size());
   if (!place)
@@ -229,19 +224,31 @@ std::optional<std::string> differs(const std::string& name, const Param& p, cons
   if (wrong)
     return fmt::format("{} differs from the checkpoint's: max |Δ| {:.3g} (at {})", name, worst,
                        place->where(worst_o, worst_i));
-  if (!w8a32 || !w.dequantized || p.shape.size() != 2) return std::nullopt;
-  const QuantizedWeight rule = quantize_per_channel(p, kWeightOnlyInt8Limit);
-  for (size_t o = 0; o < out; ++o)
-    for (size_t i = 0; i < in; ++i) {
-      const size_t at = place->at(o, i);
-      if (g.integers[at] != rule.values[o * in + i] || float(g.step(at)) != rule.scales[o])
-        return fmt::format("{} is not the checkpoint's re-quantized by w8a32's rule (symmetric per output channel, "
-                           "[-{}, {}]): at {} the graph holds {} · {:.9g}, the rule {} · {:.9g}",
-                           name, kWeightOnlyInt8Limit, kWeightOnlyInt8Limit, place->where(o, i), g.integers[at],
-                           g.step(at),
-                           rule.values[o * in + i], rule.scales[o]);
-    }
   return std::nullopt;
+}
+
+// A matrix the graph holds quantized, as the checkpoint lays it out: its integers, and the scale and zero point
+// of each output channel. None where the graph's scales run along another axis (no scale per output channel).
+std::optional<QuantizedWeight> quantized_weight(const Param& p, const GraphWeight& w) {
+  const GraphValues g = values_of(*w.tensor, w.dequantized);
+  const std::optional<Placement> place = placement(p.shape, w, g.values.size());
+  const int64_t output_axis = w.transposed ? 1 : 0;  // W[in, out]'s axis 1, W[out, in]'s and a table's axis 0
+  if (!place || p.shape.size() != 2 || (w.dequantized->axis >= 0 && w.dequantized->axis != output_axis))
+    return std::nullopt;
+  const bool is_signed = w.tensor->data_type() == onnx::TensorProto::INT8;
+  QuantizedWeight q;
+  q.out = p.shape[0];
+  q.in = p.shape[1];
+  q.lowest = is_signed ? -128 : 0;  // the integer type's range: the quantizer's own may be narrower
+  q.highest = is_signed ? 127 : 255;
+  q.values.resize(p.values.size());
+  for (size_t o = 0; o < place->out; ++o) {
+    const size_t first = place->at(o, 0), channel = g.channel(first);
+    q.scales.push_back(float(g.scales[channel]));
+    q.zero_points.push_back(g.zero_points.empty() ? 0 : g.zero_points[channel % g.zero_points.size()]);
+    for (size_t i = 0; i < place->in; ++i) q.values[o * place->in + i] = g.integers[place->at(o, i)];
+  }
+  return q;
 }
 
 int64_t perm_attribute(const onnx::NodeProto& n, size_t at) {
@@ -351,15 +358,19 @@ AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& soft
   return found;
 }
 
-// A constant the patterns may read as an embedding table: a float, float16 or dequantized int8 matrix of
-// `hidden` columns with at least one row (not an int64 index buffer of that width).
-const onnx::TensorProto* embedding_table(const GraphIndex& graph, const std::string& value, int64_t hidden) {
-  const GraphIndex::Stored t = graph.stored(value);
+// The constant `reader` reads at its input `at`, where the patterns may read it as an embedding table: a float,
+// float16 or dequantized int8 matrix of `hidden` columns with at least one row (not an int64 index buffer of
+// that width), dequantized before the read or, by a Gather, after it (dequantized_after_gather).
+std::optional<GraphIndex::Stored> embedding_table(const GraphIndex& graph, const onnx::NodeProto& reader, int at,
+                                                  int64_t hidden) {
+  if (reader.input_size() <= at) return std::nullopt;
+  GraphIndex::Stored t = graph.stored(reader.input(at));
+  if (t.tensor && !t.dequantized && at == 0) t.dequantized = dequantized_after_gather(graph, reader);
   const bool floats = t.tensor && (t.dequantized || t.tensor->data_type() == onnx::TensorProto::FLOAT ||
                                    t.tensor->data_type() == onnx::TensorProto::FLOAT16);
-  return floats && !t.transposed && t.tensor->dims_size() == 2 && t.tensor->dims(0) > 0 && t.tensor->dims(1) == hidden
-             ? t.tensor
-             : nullptr;
+  if (floats && !t.transposed && t.tensor->dims_size() == 2 && t.tensor->dims(0) > 0 && t.tensor->dims(1) == hidden)
+    return t;
+  return std::nullopt;
 }
 
 // What the patterns found: trace name → graph value, and for query, key and value the Reshape that splits
@@ -369,11 +380,11 @@ struct Found {
 };
 
 // A parameter as the patterns locate it: its Hugging Face name, where the graph holds it (no tensor: not
-// located), and whether w8a32 holds it int8 (every linear layer's weight, the word and position tables).
+// located), and whether it is a linear layer's weight (which both int8 schemes quantize).
 struct LocatedParam {
   std::string name;
   GraphWeight weight;
-  bool quantized_by_scheme = false;
+  bool linear_weight = false;
 };
 
 // Every parameter of a BERT of `config`, in for_each_param's order, where the graph's patterns locate it;
@@ -395,19 +406,17 @@ std::vector<LocatedParam> locate_params(const GraphIndex& graph, const BertConfi
   // The embedding tables, by the shapes of what reads them: Gather and Slice's first input, ONNX Runtime's
   // EmbedLayerNormalization's three tables.
   std::map<int64_t, GraphWeight> tables;  // rows → table
-  auto table_read = [&](const std::string& value) {
-    if (embedding_table(graph, value, config.hidden_size)) {
-      const GraphIndex::Stored t = graph.stored(value);
-      tables[t.tensor->dims(0)] = {t.tensor, t.dequantized};
-    }
+  auto table_read = [&](const onnx::NodeProto& reader, int at) {
+    if (const std::optional<GraphIndex::Stored> t = embedding_table(graph, reader, at, config.hidden_size))
+      tables[t->tensor->dims(0)] = {t->tensor, t->dequantized};
   };
   for (const char* op : {"Gather", "Slice"})
-    for (const onnx::NodeProto* n : graph.nodes(op)) table_read(n->input(0));
+    for (const onnx::NodeProto* n : graph.nodes(op)) table_read(*n, 0);
   for (const onnx::NodeProto* n : graph.nodes("EmbedLayerNormalization"))
-    for (int i = 2; i < std::min(5, n->input_size()); ++i) table_read(n->input(i));
+    for (int i = 2; i < 5; ++i) table_read(*n, i);
   auto table = [&](int64_t rows) { return tables.count(rows) ? tables[rows] : GraphWeight{}; };
-  located.push_back({"embeddings.word_embeddings.weight", table(config.vocab_size), true});
-  located.push_back({"embeddings.position_embeddings.weight", table(config.max_position_embeddings), true});
+  located.push_back({"embeddings.word_embeddings.weight", table(config.vocab_size), false});
+  located.push_back({"embeddings.position_embeddings.weight", table(config.max_position_embeddings), false});
   located.push_back({"embeddings.token_type_embeddings.weight", table(config.type_vocab_size), false});
   auto norm = [&](const std::string& prefix, size_t at) {
     located.push_back({prefix + ".weight", {at < norms.size() ? norms[at].gain : nullptr}, false});
@@ -456,14 +465,48 @@ std::vector<LocatedParam> locate_params(const GraphIndex& graph, const BertConfi
   return located;
 }
 
-// Every located parameter against the checkpoint's (differs); under w8a32, also whether the graph quantizes
-// what the scheme does. `own_weights`: the checkpoint's weights were read from this graph, so the values are
-// not compared (they are the graph's), only the scheme.
+// The rules a quantizer may have applied to a graph's linear weights, tried in turn: symmetric int8 per output
+// channel or per tensor, in quantize_dynamic's reduced range [-64, 64] or the full [-127, 127]
+// (get_qmin_qmax_for_qType; `export-onnx --variant int8` and w8a32 are two of them, model/quantize.h).
+struct WeightQuantizer {
+  const char* name;
+  QuantizedWeight (*quantize)(const Param&, int);
+  int limit;
+};
+constexpr WeightQuantizer kWeightQuantizers[] = {
+    {"symmetric per output channel in [-64, 64]", quantize_per_channel, kInt8WeightLimit},
+    {"symmetric per output channel in [-127, 127]", quantize_per_channel, kWeightOnlyInt8Limit},
+    {"symmetric per tensor in [-127, 127]", quantize_per_tensor, kWeightOnlyInt8Limit},
+    {"symmetric per tensor in [-64, 64]", quantize_per_tensor, kInt8WeightLimit},
+};
+
+// The rule that makes every linear weight in `quantized` from the checkpoint's, bit for bit (integers, scales,
+// zero points 0), or none.
+const WeightQuantizer* weights_rule(const QuantizedParams& quantized,
+                                    const std::map<std::string, const Param*>& params) {
+  for (const WeightQuantizer& rule : kWeightQuantizers) {
+    const bool makes_all = std::all_of(quantized.begin(), quantized.end(), [&](const auto& held) {
+      if (held.first.starts_with("embeddings.")) return true;  // the tables: not linear layers
+      const QuantizedWeight q = rule.quantize(*params.at(held.first), rule.limit);
+      return q.values == held.second.values && q.scales == held.second.scales &&
+             q.zero_points == held.second.zero_points;
+    });
+    if (makes_all) return &rule;
+  }
+  return nullptr;
+}
+
+// Every located parameter against the checkpoint's (differs), and what the graph holds quantized, which the
+// int8 schemes compute with (FoundGraph::quantized): they quantize every linear layer's weight, along its output
+// channels (a weight the patterns do not locate gets the rule the located ones follow: weights_rule).
+// `own_weights`: the checkpoint's weights were read from this graph, so the values are not compared (they are
+// the graph's), only the scheme.
 void check_weights(const std::vector<LocatedParam>& located, const BertConfig& config, const BertWeights& w,
                    bool own_weights, FoundGraph& f) {
-  const bool w8a32 = f.implied == Arithmetic::w8a32;
+  const bool int8_scheme = f.implied == Arithmetic::w8a32 || f.implied == Arithmetic::int8;
   std::map<std::string, const Param*> params;
   for_each_param(config, w, [&](const std::string& name, const Param& p) { params[name] = &p; });
+  auto quantized = std::make_shared<QuantizedParams>();
   for (const LocatedParam& p : located) {
     const GraphWeight& gw = p.weight;
     if (!gw.tensor) {
@@ -471,18 +514,38 @@ void check_weights(const std::vector<LocatedParam>& located, const BertConfig& c
       continue;
     }
     ++f.weights_checked;
-    if (gw.dequantized) ++f.weights_dequantized;
-    // w8a32's benchmark re-quantizes what the scheme says, which the graph must hold int8 too.
-    if (w8a32 && bool(gw.dequantized) != p.quantized_by_scheme)
-      f.scheme_problems.push_back(fmt::format("{} is {}", p.name, gw.dequantized ? "int8" : "not quantized"));
-    // w8a32's scales run along the output channels: W[in, out]'s axis 1, W[out, in]'s and a table's axis 0.
-    if (w8a32 && gw.dequantized && gw.dequantized->axis >= 0 && gw.dequantized->axis != (gw.transposed ? 1 : 0))
-      f.scheme_problems.push_back(fmt::format("{} is scaled along axis {}, not its output channels", p.name,
-                                              gw.dequantized->axis));
+    if (int8_scheme && p.linear_weight && !gw.dequantized)
+      f.scheme_problems.push_back(fmt::format("{} is not quantized", p.name));
+    if (gw.dequantized) {
+      ++f.weights_dequantized;
+      if (std::optional<QuantizedWeight> q = quantized_weight(*params.at(p.name), gw))
+        quantized->emplace(p.name, std::move(*q));
+      else
+        f.scheme_problems.push_back(fmt::format("{} is scaled along axis {}, not its output channels", p.name,
+                                                gw.dequantized->axis));
+    }
     if (own_weights) continue;
-    if (const std::optional<std::string> problem = differs(p.name, *params.at(p.name), gw, w8a32))
+    if (const std::optional<std::string> problem = differs(p.name, *params.at(p.name), gw))
       f.weight_problems.push_back(*problem);
   }
+  if (!int8_scheme || quantized->empty()) return;
+  // A linear weight the patterns do not locate (a node inside the layer hides it) has no integers from the
+  // graph: it gets the rule that makes every located one, where one does (weights_rule), else it is bad input.
+  std::vector<std::string> hidden;
+  for (const LocatedParam& p : located)
+    if (p.linear_weight && !p.weight.tensor) hidden.push_back(p.name);
+  if (!hidden.empty()) {
+    const WeightQuantizer* rule = own_weights ? nullptr : weights_rule(*quantized, params);
+    if (rule) f.rule_of_hidden = rule->name;
+    for (const std::string& name : hidden)
+      if (rule)
+        quantized->emplace(name, rule->quantize(*params.at(name), rule->limit));
+      else
+        f.scheme_problems.push_back(fmt::format("{} is not located (a node inside its layer?), and the graph's "
+                                                "located weights follow no rule lenscheck knows to quantize it by",
+                                                name));
+  }
+  f.quantized = std::move(quantized);
 }
 
 // A graph's BERT as its patterns show it, before any checkpoint is read: each layer's attention (trace values
@@ -708,10 +771,10 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
                 weights_from_graph, f);
   f.weights_from_graph = weights_from_graph;
   if (!f.scheme_problems.empty())
-    throw InputError(file, fmt::format("its weights are quantized otherwise than w8a32, the scheme its int8 "
-                                       "dequantization implies, holds them (int8: every linear layer's weight and the "
-                                       "word and position tables; nothing else): {}",
-                                       fmt::join(f.scheme_problems, "; ")));
+    throw InputError(file, fmt::format("its weights are quantized otherwise than {}, the scheme its int8 implies, "
+                                       "holds them (every linear layer's weight, with one scale per output channel or "
+                                       "one for all): {}",
+                                       arithmetic_name(f.implied), fmt::join(f.scheme_problems, "; ")));
 
   // The lens tensors are derived where the graph gives what they are derived from (runtime::lens_inputs): a
   // layer's value and probs, for its residual lens also its attention.pre_norm and input.
@@ -831,9 +894,10 @@ Checkpoint graph_checkpoint(const std::filesystem::path& file, const std::filesy
   // fewer rows (BERT's 2 token types against its hundreds of positions).
   std::map<std::string, const onnx::TensorProto*> tables;  // word, position, token type → table
   std::vector<const onnx::TensorProto*> computed;           // indexed by computed values
-  auto table = [&](const std::string& value, const std::string& role) {
-    const onnx::TensorProto* t = embedding_table(graph, value, c.hidden_size);
-    if (!t) return;
+  auto table = [&](const onnx::NodeProto& reader, int at, const std::string& role) {
+    const std::optional<GraphIndex::Stored> stored = embedding_table(graph, reader, at, c.hidden_size);
+    if (!stored) return;
+    const onnx::TensorProto* t = stored->tensor;
     if (role.empty()) {
       if (std::find(computed.begin(), computed.end(), t) == computed.end()) computed.push_back(t);
     } else if (tables.count(role) && tables[role] != t) {
@@ -845,17 +909,17 @@ Checkpoint graph_checkpoint(const std::filesystem::path& file, const std::filesy
   };
   for (const onnx::NodeProto* n : graph.nodes("EmbedLayerNormalization"))
     for (const auto& [at, role] : {std::pair{2, "word"}, {3, "position"}, {4, "token type"}})
-      if (n->input_size() > at) table(n->input(at), role);
+      table(*n, at, role);
   for (const onnx::NodeProto* n : graph.nodes("Gather")) {
     if (n->input_size() < 2) continue;
     const std::string input = graph_input_behind(graph, n->input(1));
-    table(n->input(0), input == "input_ids"        ? "word"
+    table(*n, 0, input == "input_ids"        ? "word"
                        : input == "token_type_ids" ? "token type"
                        : input == "position_ids"   ? "position"
                                                    : "");
   }
   for (const onnx::NodeProto* n : graph.nodes("Slice"))
-    if (n->input_size() > 0) table(n->input(0), "position");
+    table(*n, 0, "position");
   std::erase_if(computed, [&](const onnx::TensorProto* t) {
     return std::any_of(tables.begin(), tables.end(), [&](const auto& role) { return role.second == t; });
   });
@@ -975,21 +1039,25 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
     else
       r.notes.push_back(fmt::format("weights: {} of the checkpoint's parameters located in the graph{}, {} of them equal "
                                     "to the checkpoint's (fp32 exactly, float16 rounded to nearest, int8 within half its "
-                                    "channel's step{}){}",
+                                    "channel's step){}{}",
                                     found.weights_checked,
                                     found.weights_dequantized
                                         ? fmt::format(" ({} of them int8, read as the graph dequantizes them)",
                                                       found.weights_dequantized)
                                         : "",
                                     found.weights_checked - found.weight_problems.size(),
-                                    found.implied == Arithmetic::w8a32
-                                        ? fmt::format(" and w8a32's re-quantization of the checkpoint's, symmetric per "
-                                                      "output channel in [-{0}, {0}], bit for bit",
-                                                      kWeightOnlyInt8Limit)
-                                        : "",
+                                    found.quantized ? fmt::format("; {} computes with the graph's own integers, scales "
+                                                                  "and zero points, not its own rule",
+                                                                  precision)
+                                                    : "",
                                     found.weights_not_found.empty()
                                         ? ""
-                                        : fmt::format("; not located: {}", fmt::join(found.weights_not_found, ", "))));
+                                        : fmt::format("; not located: {}{}", fmt::join(found.weights_not_found, ", "),
+                                                      found.rule_of_hidden.empty()
+                                                          ? ""
+                                                          : fmt::format(" (the linear weights quantized by the rule "
+                                                                        "every located one follows: {})",
+                                                                        found.rule_of_hidden))));
     // Measured on ONNX Runtime 1.30: from the extended level its optimizer rewrites DequantizeLinear → MatMul
     // as com.microsoft.MatMulNBits (bits 8, accuracy_level 4), which quantizes the activations to int8.
     if (found.weights_dequantized && found.dequantize_linear && found.implied != Arithmetic::int8 &&
@@ -999,6 +1067,7 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                                     "{} the graph declares (--ort-optimization basic runs it as written)",
                                     ort.graph_optimization, precision));
     r.weights_differ = found.weight_problems;
+    r.quantized = found.quantized;
     if (!r.weights_differ.empty()) return r;  // another checkpoint's graph: no sentence runs
     onnxruntime::Run run = onnxruntime::run(copy, inputs, ort, name, precision, ck.vocab);
     r.traces = std::move(run.traces);

@@ -10,12 +10,14 @@
 // (each linear layer's weight and bias, the LayerNorms', the embedding tables), which are checked first: a
 // graph of other weights is refused before any sentence runs, the first differing parameter named.
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gate/candidate.h"
 #include "model/arithmetic.h"
 #include "model/checkpoint.h"
+#include "model/quantize.h"
 #include "onnx/onnxruntime.h"
 
 namespace lenscheck::onnx_export {
@@ -34,8 +36,12 @@ struct FoundGraph {
   // fp32, equal to the checkpoint's rounded to float16, within half a quantization step in int8.
   size_t weights_checked = 0, weights_dequantized = 0;  // dequantized: int8 in the graph
   bool weights_from_graph = false;  // the checkpoint is the graph's own (graph_checkpoint): located, not compared
-  // Under w8a32: parameters the graph quantizes where the scheme does not, or the reverse (InputError).
+  // Under int8 or w8a32: linear weights the graph does not quantize, or not per output channel (InputError).
   std::vector<std::string> scheme_problems;
+  // Under int8 or w8a32, what the graph holds quantized (integers, scales, zero points, any rule): the
+  // scheme's benchmark computes with these in place of its own rule.
+  std::shared_ptr<const QuantizedParams> quantized;
+  std::string rule_of_hidden;  // the rule the located weights follow, given to linear weights not located
   std::vector<std::string> weight_problems;    // "encoder.layer.2.attention.self.query.weight differs …"
   std::vector<std::string> weights_not_found;  // parameters no pattern located
 };

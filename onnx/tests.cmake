@@ -61,7 +61,8 @@ lenscheck_expect_test(onnxruntime verify.model-required 2 "error: --model: is re
 
 # Fault copies (issue #44; scripts/graph-fault.py): trained-mini's graph with one extra node in layer 1 after
 # each linear layer kind's product or the attention block's LayerNorm, at fp32, fp16 and int8 (lenscheck's
-# plain exports) and in the F.layer_norm/F.gelu graph torch.onnx wrote (fp32). Each clean copy (the node
+# plain exports), in the F.layer_norm/F.gelu graph torch.onnx wrote (fp32) and in ONNX Runtime's
+# quantize_dynamic of torch.onnx's graph with its defaults (int8 per tensor, judged on its own integers). Each clean copy (the node
 # times 1, hiding what the fault's hides) passes; each copy times 1 + 1e-3 fails, blaming the op or span
 # that holds the node. Two sentences (--limit 2) give the verdict all fourteen give; the 56 runs took 110 s
 # user + 56 s system, mostly each run starting ONNX Runtime and libtorch.
@@ -90,10 +91,10 @@ set(blamed_attention-output "layer\\.1\\.attention\\.pre_norm")
 set(blamed_ffn-in "${span}")
 set(blamed_ffn-out "${span}")
 set(blamed_layernorm "layer\\.1\\.intermediate")
-foreach(source fp32 fp16 int8 torch-functional)
+foreach(source fp32 fp16 int8 torch-functional ort-dynamic)
   set(graph ${source})
-  if(source STREQUAL "torch-functional")
-    set(graph ${LENSCHECK_FIXTURE_DIR}/onnx/trained-mini-torch-functional.onnx)
+  if(source MATCHES "^(torch-functional|ort-dynamic)$")
+    set(graph ${LENSCHECK_FIXTURE_DIR}/onnx/trained-mini-${source}.onnx)
   endif()
   foreach(position query key value attention-output ffn-in ffn-out layernorm)
     set(name onnxruntime.fault.${source}.${position})

@@ -44,6 +44,9 @@ PINS=(
   "pypi onnx==1.17.0 onnx-1.17.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl 4a183c6178be001bf398260e5ac2c927dc43e7746e8638d6c05c20e321f8c949"
   "pypi sympy==1.14.0 sympy-1.14.0-py3-none-any.whl e091cc3e99d2141a0ba2847328f5479b05d94a6635cb96148ccb3f34671bd8f5"
   "pypi mpmath==1.3.0 mpmath-1.3.0-py3-none-any.whl a0b2b9fe80bbcd81a6647ff13108738cfb482d481d826cc0e02f5b35e5c88d2c"
+  # ONNX Runtime's quantizer (onnxruntime.quantization) imports ml_dtypes: scripts/ort-quantize.py writes the
+  # graphs quantize_dynamic makes, as a third party ships them
+  "pypi ml-dtypes==0.5.4 ml_dtypes-0.5.4-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl 19b9a53598f21e453ea2fbda8aa783c20faff8e1eeb0d7ab899309a0053f1483"
   # Hugging Face transformers (Apache-2.0) for `verify --candidate transformers`, on PyPI's torch 2.5.1: SDPA
   # needs torch >= 2.1.1 and CPU float16 kernels a 2.x torch (Debian's python3-torch is 1.13). PyPI's Linux torch
   # is a CUDA build: its libraries load the nine nvidia-* libraries below (readelf's NEEDED: cudart, cupti,
@@ -146,7 +149,7 @@ mark_done() { printf '%s\n' "${@:2}" > "$1/.pinned"; }
 
 python_env() {  # .deps/venv: Debian's python3 with ONNX Runtime and its transformer optimizer, from the pinned wheels alone
   local specs=() name
-  for name in onnxruntime numpy protobuf flatbuffers packaging onnx sympy mpmath; do specs+=("$(pinned "$name")"); done
+  for name in onnxruntime numpy protobuf flatbuffers packaging onnx sympy mpmath ml-dtypes; do specs+=("$(pinned "$name")"); done
   done_for .deps/venv "${specs[@]}" && return
   rm -rf .deps/venv
   /usr/bin/python3 -m venv .deps/venv || fail "python3 -m venv failed: install Debian's python3-venv ($0 --packages)"

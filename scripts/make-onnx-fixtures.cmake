@@ -45,6 +45,19 @@ foreach(graph "cast-scale cast-scale" "dequantize-linear dequantize-linear" "gem
     message(FATAL_ERROR "requantize-graph.py ${form} ${graph} failed (${rc}); it needs numpy and python3-onnx:\n${err}")
   endif()
 endforeach()
+# The torch.onnx graph as ONNX Runtime's quantize_dynamic quantizes it (scripts/ort-quantize.py, in PYTHON_ENV):
+# with its defaults (int8 per tensor, the embedding tables uint8 with zero points) and per channel in the
+# reduced range.
+foreach(graph "ort-dynamic" "ort-dynamic-per-channel --per-channel --reduce-range")
+  separate_arguments(graph UNIX_COMMAND "${graph}")
+  list(POP_FRONT graph name)
+  execute_process(COMMAND ${PYTHON_ENV}/bin/python3 -I ${CMAKE_CURRENT_LIST_DIR}/ort-quantize.py ${graph}
+                          ${out}/trained-mini-torch.onnx ${out}/trained-mini-${name}.onnx
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "ort-quantize.py ${graph} failed (${rc}); it needs scripts/install-deps.sh's .deps/venv:\n${err}")
+  endif()
+endforeach()
 # The torch.onnx graph as ONNX Runtime's Python transformer optimizer fuses it for serving (issue #45), in
 # fp32 and converted to float16: EmbedLayerNormalization, Attention with packed Q, K and V,
 # SkipLayerNormalization, BiasGelu (scripts/ort-transformers-fuse.py, in PYTHON_ENV).

