@@ -12,9 +12,11 @@
 
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <fstream>
 #include <limits>
 #include <set>
+#include <string>
 
 #include "audit/study_plan.h"
 #include "gate/verify.h"
@@ -31,6 +33,18 @@ using namespace lenscheck;
 namespace fs = std::filesystem;
 
 namespace {
+
+// `run` must throw an InputError whose message holds every one of `fragments` (the file, the problem).
+template <class F>
+void expect_input_error(F run, std::initializer_list<std::string> fragments) {
+  try {
+    run();
+    ADD_FAILURE() << "no InputError; expected one saying " << *fragments.begin();
+  } catch (const InputError& e) {
+    for (const std::string& fragment : fragments)
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
 
 const Checkpoint& trained_mini() {
   static const Checkpoint ck = load_checkpoint(test::fixture("trained-mini"));
@@ -425,20 +439,14 @@ TEST(ShippedGraphWeightOnlyInt8, TheGraphsOwnScaleIsJudgedAndOneAlongTheInputCha
   EXPECT_TRUE(off.weights_differ[0].starts_with("encoder.layer.0.attention.self.query.weight differs from the "
                                                 "checkpoint's"))
       << off.weights_differ[0];
-  try {
-    verified(with_scale(
-        [](onnx::TensorProto& t) {
-          t.set_dims(0, t.dims(1));
-          t.set_dims(1, 1);
-        },
-        "input-axis.onnx"));
-    ADD_FAILURE() << "a weight scaled along its input channels was judged as w8a32";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("encoder.layer.0.attention.self.query.weight is scaled along axis 0, not its "
-                                         "output channels"),
-              std::string::npos)
-        << e.what();
-  }
+  const fs::path input_axis = with_scale(
+      [](onnx::TensorProto& t) {
+        t.set_dims(0, t.dims(1));
+        t.set_dims(1, 1);
+      },
+      "input-axis.onnx");
+  expect_input_error([&] { verified(input_axis); },
+                     {"encoder.layer.0.attention.self.query.weight is scaled along axis 0, not its output channels"});
 }
 
 // ONNX Runtime's quantize_dynamic as a third party runs it (scripts/ort-quantize.py): with its defaults every
@@ -555,15 +563,9 @@ TEST(ShippedGraphInput, AGraphWithNoBertInItIsBadInputSayingWhatWasLookedFor) {
   gather.add_output("last_hidden_state");
   const fs::path file = test::temp_dir("no-bert") / "lookup.onnx";
   write(m, file);
-  try {
-    verified(file);
-    ADD_FAILURE() << "a graph without a BERT was judged";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.file(), file);
-    EXPECT_NE(std::string(e.what()).find("no BERT encoder is recognised in the graph: it has no Softmax"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_input_error([&] { verified(file); },
+                     {file.string(),
+                      "no BERT encoder is recognised in the graph: it has no Softmax"});
 }
 
 INSTANTIATE_TEST_SUITE_P(OnnxRuntime, ShippedGraph, testing::ValuesIn(shipped_graphs()),
@@ -697,57 +699,32 @@ TEST(ShippedGraphInput, NotOnnxNoOutputOrAnotherHiddenSizeDepthOrHeadCountIsBadI
   onnx::ModelProto m = read(exported(onnx_export::Variant::fp32));
   m.mutable_graph()->mutable_output(0)->set_name("pooler_output");
   write(m, dir / "renamed.onnx");
-  try {
-    verified(dir / "renamed.onnx");
-    ADD_FAILURE() << "a graph without last_hidden_state was judged";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("renamed.onnx"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("no output named last_hidden_state (its outputs: pooler_output)"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_input_error([&] { verified(dir / "renamed.onnx"); },
+                     {"renamed.onnx",
+                      "no output named last_hidden_state (its outputs: pooler_output)"});
 
   m = read(exported(onnx_export::Variant::fp32));
   m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_value(128);
   write(m, dir / "narrow.onnx");
-  try {
-    verified(dir / "narrow.onnx");
-    ADD_FAILURE() << "a graph of another hidden size was judged";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("last_hidden_state has 128 features; the checkpoint's hidden size is"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_input_error([&] { verified(dir / "narrow.onnx"); },
+                     {"last_hidden_state has 128 features; the checkpoint's hidden size is"});
 
   // trained-mini's first two layers alone: a graph of another depth.
   Checkpoint shallow = trained_mini();
   shallow.config.num_hidden_layers = 2;
   shallow.weights.layers.resize(2);
   onnx_export::export_onnx(shallow, {.variant = onnx_export::Variant::fp32, .trace = false}, dir / "shallow.onnx");
-  try {
-    verified(dir / "shallow.onnx");
-    ADD_FAILURE() << "a graph of another depth was judged";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("shallow.onnx"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("the graph has 2 layers (Softmax nodes, with the LayerNorms they imply); "
-                                         "the checkpoint has 4"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_input_error([&] { verified(dir / "shallow.onnx"); },
+                     {"shallow.onnx",
+                      "the graph has 2 layers (Softmax nodes, with the LayerNorms they imply); the checkpoint has 4"});
 
   // The same weights split into 8 heads of 32: every parameter equal, another model.
   Checkpoint eight_heads = trained_mini();
   eight_heads.config.num_attention_heads = 8;
   onnx_export::export_onnx(eight_heads, {.variant = onnx_export::Variant::fp32, .trace = false}, dir / "heads.onnx");
-  try {
-    verified(dir / "heads.onnx");
-    ADD_FAILURE() << "a graph of another head count was judged";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("heads.onnx"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("the graph splits layer 0's attention into 8 heads; the checkpoint has 4"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_input_error([&] { verified(dir / "heads.onnx"); },
+                     {"heads.onnx",
+                      "the graph splits layer 0's attention into 8 heads; the checkpoint has 4"});
 }
 
 // A graph shipped with no checkpoint beside it (issue #45, item 2), read as one, is trained-mini: the same
@@ -886,14 +863,9 @@ TEST(GraphWithNoCheckpoint, PassesAgainstItsOwnWeightsAndAnOpFaultInItFails) {
   t.set_raw_data(&one, sizeof one);
   ASSERT_EQ(insert_mul(*m.mutable_graph(), "layer.2.output.dense.bias", "times_one"), 1);
   write(m, dir / "inside.onnx");
-  try {
-    onnx_export::graph_checkpoint(dir / "inside.onnx", dir / "vocab.txt");
-    ADD_FAILURE() << "a graph whose weight no pattern locates was read";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("inside.onnx"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("does not give encoder.layer.2.intermediate.dense.weight: no pattern locates it"),
-              std::string::npos) << e.what();
-  }
+  expect_input_error([&] { onnx_export::graph_checkpoint(dir / "inside.onnx", dir / "vocab.txt"); },
+                     {"inside.onnx",
+                      "does not give encoder.layer.2.intermediate.dense.weight: no pattern locates it"});
 }
 
 // The tokenizer: none beside the graph, or one of another kind than BERT's WordPiece, is bad input naming the
@@ -903,13 +875,7 @@ TEST(GraphWithNoCheckpoint, AMissingForeignOrMismatchedTokenizerIsBadInputNaming
   const fs::path graph = dir / "model.onnx";
   fs::copy_file(test::fixture("onnx/trained-mini-torch.onnx"), graph, fs::copy_options::overwrite_existing);
   auto expect_error = [&](const fs::path& tokenizer, const std::string& file, const std::string& says) {
-    try {
-      onnx_export::graph_checkpoint(graph, tokenizer);
-      ADD_FAILURE() << "read with " << tokenizer;
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
-    }
+    expect_input_error([&] { onnx_export::graph_checkpoint(graph, tokenizer); }, {file, says});
   };
   expect_error("", "vocab.txt", "missing, and no tokenizer.json beside it");
   expect_error(test::source_dir() / "fixtures/fuzz/tokenizer_json/bpe.json", "bpe.json", "model BPE is not WordPiece");
