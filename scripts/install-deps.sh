@@ -16,6 +16,7 @@ packages() {  # the compiler and libraries, from Debian
                 libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libicu-dev libssl-dev
                 libonnx-dev libprotobuf-dev   # export-onnx: the ONNX library, its protobuf schema and checker
                 python3-torch   # torch.onnx exports a test graph (scripts/torch-onnx-export.py), on libtorch's library
+                python3-onnx    # requantize-graph.py and graph-fault.py rewrite graphs (with python3-torch's numpy)
                 python3-venv    # .deps/venv, where ONNX Runtime runs (below)
                 clang libclang-rt-14-dev)   # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
   local missing=() p
@@ -63,7 +64,8 @@ PINS=(
   "pypi nvidia-cusparse-cu12==12.3.1.170 nvidia_cusparse_cu12-12.3.1.170-py3-none-manylinux2014_x86_64.whl ea4f11a2904e2a8dc4b1833cc1b5181cde564edd0d5cd33e3c168eff2d1863f1"
   "pypi nvidia-nvjitlink-cu12==12.4.127 nvidia_nvjitlink_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl 06b3b9b25bf3f8af351d664978ca26a16d2c5127dbd53c0497e28d1fb9611d57"
   "pypi nvidia-nccl-cu12==2.21.5 nvidia_nccl_cu12-2.21.5-py3-none-manylinux2014_x86_64.whl 8579076d30a8c24988834445f8d633c697d42397e92ffc3f63fa26766d25e0a0"
-  # torch's pure-Python requirements (its sympy is .deps/venv's pin, mpmath with it)
+  # torch's pure-Python requirements (its sympy is .deps/venv's pin, 1.14.0, with mpmath: torch 2.5.1 declares
+  # 1.13.1, which only torch.compile's symbolic shapes read, and the adapter runs eagerly)
   "pypi typing-extensions==4.12.2 typing_extensions-4.12.2-py3-none-any.whl 04e5ca0351e0f3f85c6853954072df659d0d13fac324d0072316b67d7794700d"
   "pypi networkx==3.4.2 networkx-3.4.2-py3-none-any.whl df5d4365b724cf81b8c6a7312509d0c22386097011ad1abe274afd5e9d3bbc5f"
   "pypi jinja2==3.1.4 jinja2-3.1.4-py3-none-any.whl bc5dd2abb727a5319567b7a813e6a2e7318c39f4f487cfe6c89c6f9c7d25197d"
