@@ -185,7 +185,13 @@ AdapterRun run_adapter(const AdapterCall& call, nlohmann::json request, const st
 
   Adapter adapter(call, dir / "request.json", dir / "stderr.txt", candidate);
   AdapterRun r;
-  const std::vector<std::string> ready = words(adapter.line(call.startup_seconds, "starting", call.install_hint));
+  auto next_line = [&] { return words(adapter.line(call.startup_seconds, "starting", call.install_hint)); };
+  std::vector<std::string> ready = next_line();
+  for (; !ready.empty() && ready[0] == "fact"; ready = next_line()) {
+    if (ready.size() != 3) throw InputError(candidate, fmt::format("the adapter said \"{}\", not `fact <key> <value>`",
+                                                                   fmt::join(ready, " ")));
+    r.facts[ready[1]] = ready[2];
+  }
   if (ready.size() < 3 || ready[0] != "ready") throw InputError(candidate, "the adapter did not say ready");
   r.version = fmt::format("{}", fmt::join(ready.begin() + 1, ready.end() - 1, " "));
   r.startup_ms = milliseconds(ready.back(), candidate, "ready");

@@ -3,8 +3,10 @@
 // started as a subprocess of an environment's bin/python3, with a bound on each step. The protocol,
 // written once here: the adapter reads REQUEST.json (the caller's fields, and out_dir and sentences,
 // which run_adapter adds), says on stdout `ready <what runs, one or more words> <start-up ms>`, then
-// `done <i> <ms>` per sentence, and writes sentence i's trace to <out_dir>/<i>.safetensors.
+// `done <i> <ms>` per sentence, and writes sentence i's trace to <out_dir>/<i>.safetensors. Before `ready` it
+// may say `fact <key> <value>` lines: what it measured of the runtime (onnx/ort-adapter.py: int8_sums).
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,7 @@ struct AdapterCall {
 struct AdapterRun {
   std::string version;  // the words between `ready` and the start-up time: what ran
   double startup_ms = 0;
+  std::map<std::string, std::string> facts;  // its `fact` lines: key → value
   std::vector<double> sentence_ms;  // per sentence, as the adapter timed it
   std::vector<Trace> traces;        // one per sentence (none if plain), with the encodings' tokens and word ids
 };

@@ -42,6 +42,7 @@ struct CandidateRun {
   // The weights as the candidate holds them quantized (a graph's int8 or uint8 integers, scales and zero
   // points, any rule), which its scheme's benchmark computes with in place of the scheme's own rule.
   std::shared_ptr<const QuantizedParams> quantized;
+  Int8Sums int8_sums = Int8Sums::exact;  // how its kernel sums int8 products, as it says (model/arithmetic.h)
 };
 
 struct Candidate {

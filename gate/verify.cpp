@@ -110,6 +110,13 @@ VerifyResult header(const Checkpoint& ck, const std::filesystem::path& sentences
   return r;
 }
 
+// The absolute rule's bounds are fp32's.
+void check_rule(Rule rule, Arithmetic arithmetic) {
+  if (rule == Rule::absolute && arithmetic != Arithmetic::fp32)
+    throw InputError("--absolute", fmt::format("the absolute rule's bounds are fp32's; a candidate that declares "
+                                               "{} is judged by the derived rule", arithmetic_name(arithmetic)));
+}
+
 }  // namespace
 
 struct Judge::Oracles {
@@ -121,22 +128,21 @@ struct Judge::Oracles {
 };
 
 Judge::Judge(const Checkpoint& ck, const Tolerances& tolerances, Rule rule, Arithmetic arithmetic,
-             std::shared_ptr<const QuantizedParams> quantized)
+             std::shared_ptr<const QuantizedParams> quantized, Int8Sums int8_sums)
     : checkpoint_(ck), tolerances_(tolerances), rule_(rule), arithmetic_(arithmetic) {
-  if (rule == Rule::absolute && arithmetic != Arithmetic::fp32)
-    throw InputError("--absolute", fmt::format("the absolute rule's bounds are fp32's; a candidate that declares "
-                                               "{} is judged by the derived rule", arithmetic_name(arithmetic)));
+  check_rule(rule, arithmetic);
   try {
-    oracles_ = std::make_unique<Oracles>(
-        Oracles{oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic, 0, quantized), {}, {}, {}, {}});
+    oracles_ = std::make_unique<Oracles>(Oracles{
+        oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic, 0, quantized, int8_sums), {}, {}, {}, {}});
     if (rule == Rule::derived) {
       for (int seed = 1; seed <= kRoundingProbes; ++seed)
         oracles_->perturbed.push_back(
-            oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic, uint64_t(seed), quantized));
+            oracle::Oracle::computing_in(ck.config, ck.weights, arithmetic, uint64_t(seed), quantized, int8_sums));
       oracles_->fp64.emplace(ck.config, ck.weights, oracle::Precision::fp64);
-      oracles_->local.emplace(oracle::Oracle::recomputing_in(ck.config, ck.weights, arithmetic, quantized));
+      oracles_->local.emplace(oracle::Oracle::recomputing_in(ck.config, ck.weights, arithmetic, quantized, int8_sums));
       if (const auto other = other_rounding(arithmetic))
-        oracles_->other_rounding.emplace(oracle::Oracle::computing_in(ck.config, ck.weights, *other, 0, quantized));
+        oracles_->other_rounding.emplace(
+            oracle::Oracle::computing_in(ck.config, ck.weights, *other, 0, quantized, int8_sums));
     }
   } catch (const oracle::OracleError& e) {
     throw InputError(ck.dir, e.what());
@@ -302,6 +308,8 @@ std::set<std::string> unreachable_of(const CandidateRun& run, const Candidate& c
 VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candidate& candidate,
                              const std::vector<Sentence>& sentences, const std::vector<Encoding>& inputs,
                              const Tolerances& tolerances, VerifyOptions options) {
+  const Arithmetic arithmetic = options.arithmetic.value_or(candidate.arithmetic);
+  check_rule(options.rule, arithmetic);  // at once, before the candidate runs
   std::optional<Judge> judge;  // made when the first run says what it holds (its own quantized weights)
   r.sentences.resize(sentences.size());
   std::string label = candidate.name;
@@ -310,8 +318,7 @@ VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candida
     const std::vector<Encoding> part(inputs.begin() + first,
                                      inputs.begin() + std::min(inputs.size(), first + kSentencesPerRun));
     const CandidateRun run = candidate.run(ck, part, nullptr, options.threads);
-    if (!judge)
-      judge.emplace(ck, tolerances, options.rule, options.arithmetic.value_or(candidate.arithmetic), run.quantized);
+    if (!judge) judge.emplace(ck, tolerances, options.rule, arithmetic, run.quantized, run.int8_sums);
     if (!run.weights_differ.empty()) {  // not the checkpoint's model: nothing to judge it on
       r.notes.insert(r.notes.end(), run.notes.begin(), run.notes.end());
       r.weights_differ = run.weights_differ;
@@ -336,7 +343,7 @@ VerifyResult judge_candidate(VerifyResult r, const Checkpoint& ck, const Candida
     });
     if (options.progress) options.progress(first + part.size(), inputs.size());
   }
-  if (!judge) judge.emplace(ck, tolerances, options.rule, options.arithmetic.value_or(candidate.arithmetic));
+  if (!judge) judge.emplace(ck, tolerances, options.rule, arithmetic);
   conclude(r, *judge, options, label);
   return r;
 }

@@ -130,9 +130,11 @@ inline constexpr int kRoundingProbes = 3;
 class Judge {
  public:
   // `quantized`: the candidate's own quantized weights, which the benchmark and the local recomputation
-  // read in place of the scheme's rule (oracle::Oracle::computing_in).
+  // read in place of the scheme's rule; `int8_sums`: how its kernel sums int8 products (both
+  // oracle::Oracle::computing_in).
   Judge(const Checkpoint& checkpoint, const Tolerances& tolerances, Rule rule,
-        Arithmetic arithmetic = Arithmetic::fp32, std::shared_ptr<const QuantizedParams> quantized = nullptr);
+        Arithmetic arithmetic = Arithmetic::fp32, std::shared_ptr<const QuantizedParams> quantized = nullptr,
+        Int8Sums int8_sums = Int8Sums::exact);
   ~Judge();
   // What a candidate is judged by, for one input.
   struct References {

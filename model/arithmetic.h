@@ -29,13 +29,23 @@ enum class Arithmetic {
   int8,          // ONNX Runtime's quantize_dynamic: linear layers as uint8 activations (per tensor,
                  // DynamicQuantizeLinear's scale and zero point in fp32) times int8 weights (per output
                  // channel, [-64, 64]; a graph's own integers where it brings them: model/quantize.h) with
-                 // exact integer sums, × (x_scale · w_scale) and + bias in fp32; fp32 elsewhere
+                 // integer sums as the candidate's kernel makes them (Int8Sums), × (x_scale · w_scale) and + bias
+                 // in fp32; fp32 elsewhere
   w8a32,         // weight-only int8: every linear layer's weight and the word and position embedding tables
-                 // int8, symmetric per output channel (per token) in [-127, 127] (model/quantize.h; a
-                 // graph's own integers where it brings them),
-                 // dequantized to fp32 (q · scale, one rounding), as a graph's Cast · scale or
-                 // DequantizeLinear does; all arithmetic fp32
+                 // int8, symmetric per output channel (per token) in [-127, 127] (model/quantize.h), or a
+                 // graph's own integers where it brings them (any rule; what it leaves fp32 stays fp32),
+                 // dequantized to fp32 ((q − zero point) · scale, one rounding), as a graph's Cast · scale
+                 // or DequantizeLinear does; all arithmetic fp32
 };
+
+// How an int8 scheme's kernel sums the products of uint8 activations and int8 weights (MatMulInteger): in
+// int32, exactly; or as ONNX Runtime's MLAS kernel does on x86 without VNNI (AVX2's vpmaddubsw), each pair of
+// neighbouring products (k = 2i, 2i + 1, the activations' raw uint8 with their zero point) summed in int16
+// with saturation, then the pairs in int32 and the zero points' terms taken off exactly. A full-range int8
+// weight (|q| up to 127) saturates there where 2 · 255 · |q| > 32767; quantize_dynamic's reduced range
+// (|q| <= 64) never does, which is why it exists. Which one a run has is the candidate's to say: ONNX
+// Runtime's adapter measures it (onnx/ort-adapter.py).
+enum class Int8Sums { exact, int16_pairs_saturated };
 
 // Every scheme, in the order the README lists them.
 const std::vector<Arithmetic>& arithmetics();

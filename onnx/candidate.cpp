@@ -67,6 +67,7 @@ Candidate candidate(const CandidateSpec& spec) {
     onnxruntime::Run run = onnxruntime::run(graph, inputs, spec.ort, label, precision, ck.vocab);
     CandidateRun r;
     r.traces = std::move(run.traces);
+    r.int8_sums = run.int8_sums;
     const runtime::Encoder lens_code(ck.config, ck.weights);
     for (Trace& trace : r.traces) r.derived = lens_code.derive_lenses(trace);  // the same tensors for each
     r.label = fmt::format("onnxruntime {} {}", run.version, label.substr(std::string("onnxruntime ").size()));
@@ -79,6 +80,7 @@ Candidate candidate(const CandidateSpec& spec) {
                                   run.sentence_ms.empty()
                                       ? 0.0
                                       : *std::max_element(run.sentence_ms.begin(), run.sentence_ms.end())));
+    if (spec.variant == Variant::int8) r.notes.push_back(onnxruntime::int8_sums_note(run.int8_sums));
     r.notes.push_back("derived: the residual lens (lens.residual_norm, lens.residual_layernorm_norm, mixing_ratio.*), "
                       "which the graph does not compute, by lenscheck's runtime lens code in fp32 from the candidate's "
                       "own attention.value, attention.probs and attention.pre_norm and each layer's input");

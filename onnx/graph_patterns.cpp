@@ -185,7 +185,9 @@ std::optional<std::pair<std::string, Dequantization>> gather_then_dequantize(con
   return std::pair{gather->input(0), d};
 }
 
-constexpr DequantizationForm kDequantizationForms[] = {cast_times_scale, dequantize_linear, gather_then_dequantize};
+// The forms `stored` follows back from a constant's reader. gather_then_dequantize is not one: its output is the
+// gathered rows, an activation, not the table (dequantized_after_gather reads it from the Gather's side).
+constexpr DequantizationForm kDequantizationForms[] = {cast_times_scale, dequantize_linear};
 
 // The dequantization node `n` is, by the first form that recognises it.
 std::optional<std::pair<std::string, Dequantization>> dequantization_at(const GraphIndex& graph,
@@ -237,7 +239,8 @@ const onnx::TensorProto* GraphIndex::initializer(const std::string& value) const
 std::vector<std::pair<const onnx::TensorProto*, Dequantization>> GraphIndex::dequantized() const {
   std::vector<std::pair<const onnx::TensorProto*, Dequantization>> all;
   for (const onnx::NodeProto& n : g_.node())
-    if (const auto found = dequantization_at(*this, n)) all.emplace_back(initializer(found->first), found->second);
+    if (auto found = dequantization_at(*this, n); found || (found = gather_then_dequantize(*this, n)))
+      all.emplace_back(initializer(found->first), found->second);
   return all;
 }
 

@@ -22,7 +22,7 @@ struct Dequantization {
   const onnx::TensorProto* scale = nullptr;
   const onnx::TensorProto* zero_point = nullptr;  // none: symmetric
   int64_t axis = -1;
-  std::string by;  // the form the graph writes it in: "Cast · scale", "DequantizeLinear", "MatMulInteger"
+  std::string by;  // the form: "Cast · scale", "DequantizeLinear", "Gather · DequantizeLinear", "MatMulInteger"
 };
 
 // The graph as an index: who makes each value, who reads it, which values are constants.
@@ -46,7 +46,7 @@ class GraphIndex {
   Stored stored(const std::string& value) const;
   // A constant reached with no Transpose between.
   const onnx::TensorProto* initializer(const std::string& value) const;
-  // Every int8 constant the graph dequantizes to floats (by a form `stored` follows), and how.
+  // Every int8 constant the graph dequantizes to floats (by a form `stored` follows, or after its Gather), and how.
   std::vector<std::pair<const onnx::TensorProto*, Dequantization>> dequantized() const;
 
  private:

@@ -38,8 +38,21 @@ Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodin
   if (!options.profile_prefix.empty())
     request["profile_prefix"] = std::filesystem::absolute(options.profile_prefix).string();
   AdapterRun a = run_adapter(call, std::move(request), encodings, candidate, vocab);
-  return {.version = a.version, .session_ms = a.startup_ms, .sentence_ms = std::move(a.sentence_ms),
-          .traces = std::move(a.traces)};
+  const auto sums = a.facts.find("int8_sums");
+  if (sums == a.facts.end() || (sums->second != "exact" && sums->second != "int16_pairs_saturated"))
+    throw InputError(call.adapter, fmt::format("{}: the adapter did not say how MatMulInteger sums (`fact int8_sums "
+                                               "exact|int16_pairs_saturated`)", candidate));
+  return {.version = a.version, .session_ms = a.startup_ms,
+          .int8_sums = sums->second == "exact" ? Int8Sums::exact : Int8Sums::int16_pairs_saturated,
+          .sentence_ms = std::move(a.sentence_ms), .traces = std::move(a.traces)};
+}
+
+std::string int8_sums_note(Int8Sums sums) {
+  return sums == Int8Sums::exact
+             ? "int8 sums: exact, in int32 (ONNX Runtime's MatMulInteger on this CPU, as its adapter measured it)"
+             : "int8 sums: ONNX Runtime's MatMulInteger on this CPU (MLAS's u8·s8 kernel without VNNI, as its adapter "
+               "measured it) sums each pair of neighbouring products in int16 with saturation; int8's benchmark and "
+               "local recomputation sum so (a reduced-range weight, |q| <= 64, never saturates)";
 }
 
 }  // namespace lenscheck::onnxruntime

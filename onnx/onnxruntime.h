@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/python_adapter.h"
+#include "model/arithmetic.h"
 #include "model/tokenizer.h"
 #include "model/trace.h"
 #include "model/vocab.h"
@@ -29,6 +30,7 @@ struct Options {
 struct Run {
   std::string version;               // onnxruntime's, as the package reports it
   double session_ms = 0;
+  Int8Sums int8_sums = Int8Sums::exact;  // how its MatMulInteger sums uint8 · int8 here, as the adapter measured it
   std::vector<double> sentence_ms;   // ORT's session.run per sentence, as the adapter timed it
   std::vector<Trace> traces;         // one per sentence (none if plain)
 };
@@ -37,5 +39,8 @@ struct Run {
 // or its Python environment missing, the graph refused, a step past its bound, a trace unreadable or for other ids).
 Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodings, const Options& options,
         const std::string& candidate, const std::string& precision, const Vocab& vocab);
+
+// What an int8 scheme's benchmark sums as, for a candidate's notes: "int8 sums: …".
+std::string int8_sums_note(Int8Sums sums);
 
 }  // namespace lenscheck::onnxruntime

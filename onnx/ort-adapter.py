@@ -4,11 +4,15 @@ Started by `lenscheck verify --candidate onnxruntime[:fp16|:int8]` as
 `PYTHON_ENV/bin/python3 -I ort-adapter.py REQUEST.json`. The request names the graph, the session
 options and every sentence's token ids. The adapter answers on stdout, one line per step, so that
 lenscheck can bound the time of each:
+  fact int8_sums <exact|int16_pairs_saturated>
   ready <onnxruntime version> <session creation ms>
   done <sentence index> <run ms>
 and writes sentence i's trace to <out_dir>/<i>.safetensors: every graph output but last_hidden_state
 under its own name, the batch axis of 1 dropped, in the dtype ORT returned (F32 or F16), with the ids
 as I64 "input_ids". A plain request fetches last_hidden_state alone and writes nothing (timing).
+The fact is measured, not looked up: how this build of ONNX Runtime on this CPU sums uint8 · int8 products in
+MatMulInteger (its MLAS kernel on x86 without VNNI sums neighbouring pairs in int16 with saturation;
+model/arithmetic.h, Int8Sums).
 Any error goes to stderr and exits 1.
 """
 import json
@@ -44,6 +48,47 @@ def write_safetensors(file, tensors, metadata):
         out.write(text)
         for _, _, _, data in tensors:
             out.write(data)
+
+
+def message(*fields):
+    """Protocol buffers' wire format of (field number, value) pairs: int as a varint, bytes or str as length-
+    delimited (a nested message is its bytes). Enough of it to write the probe's graph without the onnx package,
+    which an environment that runs ONNX Runtime need not have."""
+    def varint(n):
+        out = bytearray()
+        while True:
+            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+            n >>= 7
+            if not n:
+                return bytes(out)
+    out = b""
+    for number, value in fields:
+        if isinstance(value, int):
+            out += varint(number << 3) + varint(value)
+        else:
+            data = value.encode() if isinstance(value, str) else value
+            out += varint(number << 3 | 2) + varint(len(data)) + data
+    return out
+
+
+def int8_sums():
+    """How MatMulInteger sums uint8 · int8 products here: A = [255, 255] times B = [[127], [127]] is 64770 exactly,
+    32767 where a pair of products is summed in int16 with saturation."""
+    UINT8, INT8, INT32 = 2, 3, 6
+    def tensor_type(elem, dims):  # TypeProto{tensor_type{elem_type, shape{dim{dim_value}}}}
+        return message((1, message((1, elem), (2, message(*[(1, message((1, d))) for d in dims])))))
+    b = message(*[(1, d) for d in (2, 1)], (2, INT8), (8, "b"), (9, bytes([127, 127])))
+    graph = message((1, message((1, "a"), (1, "b"), (2, "y"), (4, "MatMulInteger"))), (2, "probe"), (5, b),
+                    (11, message((1, "a"), (2, tensor_type(UINT8, (1, 2))))),
+                    (12, message((1, "y"), (2, tensor_type(INT32, (1, 1))))))
+    model = message((1, 8), (7, graph), (8, message((1, ""), (2, 13))))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+    y = int(session.run(None, {"a": np.array([[255, 255]], dtype=np.uint8)})[0][0, 0])
+    if y not in (64770, 32767):
+        raise ValueError(f"MatMulInteger's probe gave {y}: neither the exact sum 64770 nor int16's saturated 32767")
+    return "exact" if y == 64770 else "int16_pairs_saturated"
 
 
 def session_options(request):
@@ -82,6 +127,7 @@ def feeds_for(session, ids):
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         request = json.load(f)
+    print(f"fact int8_sums {int8_sums()}", flush=True)
     started = time.perf_counter()
     session = ort.InferenceSession(request["model"], sess_options=session_options(request),
                                    providers=["CPUExecutionProvider"])

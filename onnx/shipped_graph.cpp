@@ -480,13 +480,17 @@ constexpr WeightQuantizer kWeightQuantizers[] = {
     {"symmetric per tensor in [-64, 64]", quantize_per_tensor, kInt8WeightLimit},
 };
 
+bool is_table(const std::string& param) { return param.starts_with("embeddings."); }
+
 // The rule that makes every linear weight in `quantized` from the checkpoint's, bit for bit (integers, scales,
-// zero points 0), or none.
+// zero points 0), or none (also where `quantized` holds no linear weight).
 const WeightQuantizer* weights_rule(const QuantizedParams& quantized,
                                     const std::map<std::string, const Param*>& params) {
+  if (std::all_of(quantized.begin(), quantized.end(), [](const auto& held) { return is_table(held.first); }))
+    return nullptr;
   for (const WeightQuantizer& rule : kWeightQuantizers) {
     const bool makes_all = std::all_of(quantized.begin(), quantized.end(), [&](const auto& held) {
-      if (held.first.starts_with("embeddings.")) return true;  // the tables: not linear layers
+      if (is_table(held.first)) return true;
       const QuantizedWeight q = rule.quantize(*params.at(held.first), rule.limit);
       return q.values == held.second.values && q.scales == held.second.scales &&
              q.zero_points == held.second.zero_points;
@@ -516,35 +520,44 @@ void check_weights(const std::vector<LocatedParam>& located, const BertConfig& c
     ++f.weights_checked;
     if (int8_scheme && p.linear_weight && !gw.dequantized)
       f.scheme_problems.push_back(fmt::format("{} is not quantized", p.name));
-    if (gw.dequantized) {
-      ++f.weights_dequantized;
-      if (std::optional<QuantizedWeight> q = quantized_weight(*params.at(p.name), gw))
+    if (gw.dequantized) ++f.weights_dequantized;
+    if (int8_scheme && gw.dequantized) {
+      if (params.at(p.name)->shape.size() != 2)
+        f.scheme_problems.push_back(fmt::format("{} is int8: the int8 schemes quantize matrices only", p.name));
+      else if (std::optional<QuantizedWeight> q = quantized_weight(*params.at(p.name), gw))
         quantized->emplace(p.name, std::move(*q));
-      else
+      else if (gw.dequantized->axis >= 0 && gw.dequantized->axis != (gw.transposed ? 1 : 0))
         f.scheme_problems.push_back(fmt::format("{} is scaled along axis {}, not its output channels", p.name,
                                                 gw.dequantized->axis));
+      // else its tensor does not hold its shape: `differs` says so
     }
     if (own_weights) continue;
     if (const std::optional<std::string> problem = differs(p.name, *params.at(p.name), gw))
       f.weight_problems.push_back(*problem);
   }
   if (!int8_scheme || quantized->empty()) return;
-  // A linear weight the patterns do not locate (a node inside the layer hides it) has no integers from the
-  // graph: it gets the rule that makes every located one, where one does (weights_rule), else it is bad input.
-  std::vector<std::string> hidden;
+  // The rule that makes every located linear weight, where one does (weights_rule): its range bounds the
+  // probes (not the integer type's), and it quantizes a linear weight the patterns do not locate (a node
+  // inside its layer hides it), which has no integers from the graph; with no such rule, that is bad input.
+  const WeightQuantizer* rule = own_weights ? nullptr : weights_rule(*quantized, params);
+  if (rule) {
+    f.linear_rule = rule->name;
+    for (auto& [name, q] : *quantized)
+      if (!is_table(name)) {
+        q.lowest = -rule->limit;
+        q.highest = rule->limit;
+      }
+  }
   for (const LocatedParam& p : located)
-    if (p.linear_weight && !p.weight.tensor) hidden.push_back(p.name);
-  if (!hidden.empty()) {
-    const WeightQuantizer* rule = own_weights ? nullptr : weights_rule(*quantized, params);
-    if (rule) f.rule_of_hidden = rule->name;
-    for (const std::string& name : hidden)
-      if (rule)
-        quantized->emplace(name, rule->quantize(*params.at(name), rule->limit));
-      else
+    if (p.linear_weight && !p.weight.tensor) {
+      if (rule) {
+        quantized->emplace(p.name, rule->quantize(*params.at(p.name), rule->limit));
+        ++f.weights_by_rule;
+      } else
         f.scheme_problems.push_back(fmt::format("{} is not located (a node inside its layer?), and the graph's "
                                                 "located weights follow no rule lenscheck knows to quantize it by",
-                                                name));
-  }
+                                                p.name));
+    }
   f.quantized = std::move(quantized);
 }
 
@@ -1046,18 +1059,25 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                                                       found.weights_dequantized)
                                         : "",
                                     found.weights_checked - found.weight_problems.size(),
-                                    found.quantized ? fmt::format("; {} computes with the graph's own integers, scales "
-                                                                  "and zero points, not its own rule",
-                                                                  precision)
-                                                    : "",
+                                    found.quantized
+                                        ? fmt::format("; {} computes with the graph's own integers, scales and zero "
+                                                      "points, not its own rule{}",
+                                                      precision,
+                                                      found.linear_rule.empty()
+                                                          ? ""
+                                                          : fmt::format(" (every linear weight is the checkpoint's {}, "
+                                                                        "bit for bit)",
+                                                                        found.linear_rule))
+                                        : "",
                                     found.weights_not_found.empty()
                                         ? ""
                                         : fmt::format("; not located: {}{}", fmt::join(found.weights_not_found, ", "),
-                                                      found.rule_of_hidden.empty()
-                                                          ? ""
-                                                          : fmt::format(" (the linear weights quantized by the rule "
-                                                                        "every located one follows: {})",
-                                                                        found.rule_of_hidden))));
+                                                      found.weights_by_rule
+                                                          ? fmt::format(" ({} linear weight{} among them quantized "
+                                                                        "by that rule)",
+                                                                        found.weights_by_rule,
+                                                                        found.weights_by_rule == 1 ? "" : "s")
+                                                          : "")));
     // Measured on ONNX Runtime 1.30: from the extended level its optimizer rewrites DequantizeLinear → MatMul
     // as com.microsoft.MatMulNBits (bits 8, accuracy_level 4), which quantizes the activations to int8.
     if (found.weights_dequantized && found.dequantize_linear && found.implied != Arithmetic::int8 &&
@@ -1071,6 +1091,8 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
     if (!r.weights_differ.empty()) return r;  // another checkpoint's graph: no sentence runs
     onnxruntime::Run run = onnxruntime::run(copy, inputs, ort, name, precision, ck.vocab);
     r.traces = std::move(run.traces);
+    r.int8_sums = run.int8_sums;
+    if (found.implied == Arithmetic::int8) r.notes.push_back(onnxruntime::int8_sums_note(run.int8_sums));
     r.unreachable = found.unreachable;
     // The heads are a reshape, not a weight: a graph that splits the checkpoint's weights into another number
     // of heads passes the weight check and computes another model.

@@ -41,7 +41,10 @@ struct FoundGraph {
   // Under int8 or w8a32, what the graph holds quantized (integers, scales, zero points, any rule): the
   // scheme's benchmark computes with these in place of its own rule.
   std::shared_ptr<const QuantizedParams> quantized;
-  std::string rule_of_hidden;  // the rule the located weights follow, given to linear weights not located
+  // The rule that makes every located linear weight from the checkpoint's, bit for bit, where one does
+  // ("symmetric per tensor in [-127, 127]"): it quantizes a linear weight the patterns do not locate.
+  std::string linear_rule;
+  size_t weights_by_rule = 0;  // linear weights not located, quantized by linear_rule
   std::vector<std::string> weight_problems;    // "encoder.layer.2.attention.self.query.weight differs …"
   std::vector<std::string> weights_not_found;  // parameters no pattern located
 };

@@ -66,21 +66,23 @@ Oracle::Oracle(const BertConfig& config, const BertWeights& w, Precision precisi
 }
 
 Oracle Oracle::computing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic,
-                            uint64_t rounding_probe, std::shared_ptr<const QuantizedParams> quantized) {
+                            uint64_t rounding_probe, std::shared_ptr<const QuantizedParams> quantized,
+                            Int8Sums int8_sums) {
   if (arithmetic == Arithmetic::fp32) return Oracle(config, w, Precision::fp32, rounding_probe);
-  return simulating(config, w, arithmetic, rounding_probe, std::move(quantized));
+  return simulating(config, w, arithmetic, rounding_probe, std::move(quantized), int8_sums);
 }
 
 Oracle Oracle::recomputing_in(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic,
-                              std::shared_ptr<const QuantizedParams> quantized) {
-  return simulating(config, w, arithmetic, 0, std::move(quantized));
+                              std::shared_ptr<const QuantizedParams> quantized, Int8Sums int8_sums) {
+  return simulating(config, w, arithmetic, 0, std::move(quantized), int8_sums);
 }
 
 Oracle Oracle::simulating(const BertConfig& config, const BertWeights& w, Arithmetic arithmetic, uint64_t rounding_probe,
-                          std::shared_ptr<const QuantizedParams> quantized) {
+                          std::shared_ptr<const QuantizedParams> quantized, Int8Sums int8_sums) {
   Oracle o;
   o.impl_->rounding_probe = rounding_probe;
   o.impl_->quantized = std::move(quantized);
+  o.impl_->int8_sums = int8_sums;
   translating_torch_errors(arithmetic_name(arithmetic) + " (simulated in fp64)", "load the weights",
                            [&] { o.load_simulated(config, w, arithmetic); });
   return o;
@@ -119,8 +121,9 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     return it == m.quantized->end() ? nullptr : &it->second;
   };
   // A weight quantized per output channel, as the graph holds it or else in [-limit, limit] by
-  // model/quantize.h's rule: its integers less their zero points [out, in] and scales [out], the integers
-  // moved one quantization step under a probe (inwards at the range's ends).
+  // model/quantize.h's rule: its integers less their zero points [out, in], scales [out] and zero points
+  // [out] and whether they are signed, the integers moved one quantization step under a probe (inwards at
+  // the range's ends).
   auto quantized = [&](const Param& weight, int limit) {
     QuantizedWeight by_rule;
     const QuantizedWeight& qw = held(weight) ? *held(weight) : (by_rule = quantize_per_channel(weight, limit));
@@ -133,13 +136,14 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     }
     const auto zero = torch::tensor(std::vector<int64_t>(qw.zero_points.begin(), qw.zero_points.end()), torch::kInt64)
                           .to(torch::kFloat64);
-    return std::pair{q - zero.unsqueeze(1),
-                     torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64)};
+    return std::tuple{q - zero.unsqueeze(1),
+                      torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64), zero,
+                      qw.lowest < 0};
   };
   // w8a32's weights, or any table the graph quantizes, as Cast · scale or DequantizeLinear makes them:
   // (q − zero point) · scale rounded to fp32.
   auto dequantized = [&](const Param& weight) {
-    const auto [q, scales] = quantized(weight, kWeightOnlyInt8Limit);
+    const auto [q, scales, zero_points, is_signed] = quantized(weight, kWeightOnlyInt8Limit);
     return rounded_to_fp32(q * scales.unsqueeze(1));
   };
   auto linear = [&](const Param& weight, const Param& bias) {
@@ -148,7 +152,7 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     if (m.scheme.weight_only_int8) {
       l.w = dequantized(weight);
     } else if (m.scheme.quantized_linear) {
-      std::tie(l.q, l.scales) = quantized(weight, kInt8WeightLimit);
+      std::tie(l.q, l.scales, l.zero_points, l.signed_integers) = quantized(weight, kInt8WeightLimit);
     } else {
       l.w = stored(weight, weights);
     }

@@ -35,18 +35,21 @@ class Oracle {
   // have no CPU kernels in libtorch and are simulated in fp64 as Higham and Pranesh's "chop" does (SIAM
   // J. Sci. Comput. 2019): every parameter stored in the format, every op computed in fp64 from inputs
   // in the format and its output rounded to it (model/arithmetic.h says which values each format rounds,
-  // int8 as ONNX Runtime's quantize_dynamic does, w8a32's weights re-quantized by model/quantize.h's rule
-  // and dequantized to fp32). A rounding probe moves every stored parameter and LayerNorm output one step
-  // of the format it is stored in (one quantization step for int8 weights). `quantized`: the weights as a
-  // graph's quantizer holds them (any rule), which the simulated schemes read in place of their own rule:
-  // int8's and w8a32's linear layers, and any embedding table the graph quantizes, dequantized as a
-  // DequantizeLinear does ((q − zero point) · scale, one fp32 rounding).
+  // int8 as ONNX Runtime's quantize_dynamic does, w8a32's weights re-quantized by model/quantize.h's rule, or
+  // a graph's own, and dequantized to fp32). A rounding probe moves every stored parameter and LayerNorm
+  // output one step of the format it is stored in (one quantization step for int8 weights). `quantized`:
+  // the weights as a graph's quantizer holds them (any rule), which the simulated schemes read in place of
+  // their own rule: int8's and w8a32's linear layers, and any embedding table the graph quantizes,
+  // dequantized as a DequantizeLinear does ((q − zero point) · scale, one fp32 rounding). `int8_sums`: how int8's linear
+  // layers sum their integer products, as the candidate's kernel does (model/arithmetic.h).
   static Oracle computing_in(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
                              uint64_t rounding_probe = 0,
-                             std::shared_ptr<const QuantizedParams> quantized = nullptr);
+                             std::shared_ptr<const QuantizedParams> quantized = nullptr,
+                             Int8Sums int8_sums = Int8Sums::exact);
   // The simulated forward of computing_in for every scheme, fp32 included: what recompute_locally runs on.
   static Oracle recomputing_in(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
-                               std::shared_ptr<const QuantizedParams> quantized = nullptr);
+                               std::shared_ptr<const QuantizedParams> quantized = nullptr,
+                               Int8Sums int8_sums = Int8Sums::exact);
   ~Oracle();
   Oracle(Oracle&&) noexcept;
 
@@ -91,7 +94,8 @@ class Oracle {
  private:
   Oracle();
   static Oracle simulating(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
-                           uint64_t rounding_probe, std::shared_ptr<const QuantizedParams> quantized);
+                           uint64_t rounding_probe, std::shared_ptr<const QuantizedParams> quantized,
+                           Int8Sums int8_sums);
   void load(const BertConfig& config, const BertWeights& weights, Precision precision);
   void load_simulated(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic);
   Trace run(const Encoding& encoding, Record record) const;

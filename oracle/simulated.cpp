@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "model/seeded_rng.h"
 #include "oracle/torch_oracle.h"
@@ -180,15 +181,38 @@ class Oracle::SimulatedPass {
     return arith(torch::where(random_directions(*sum_probe_, sum), sum + move, sum - move));
   }
   // DynamicQuantizeLinear, as ONNX Runtime computes it in fp32: the tensor's range widened to hold 0,
-  // mapped onto uint8; returns the integers less the zero point, and the scale.
-  static std::pair<torch::Tensor, double> quantized(const torch::Tensor& x) {
+  // mapped onto uint8; returns the integers less the zero point, the scale and the zero point.
+  static std::tuple<torch::Tensor, double, double> quantized(const torch::Tensor& x) {
     auto f32 = [](const torch::Tensor& t) { return rounded(t, kBinary32); };
     const double lo = std::min(0.0, x.min().item<double>()), hi = std::max(0.0, x.max().item<double>());
     const double scale = rounded(torch::tensor((double(float(hi - lo))) / 255.0), kBinary32).item<double>();
-    if (scale == 0) return std::pair{torch::zeros_like(x), 0.0};
+    if (scale == 0) return std::tuple{torch::zeros_like(x), 0.0, 0.0};
     const double zero_point = std::clamp(double(std::nearbyint(float(-lo / scale))), 0.0, 255.0);
     const auto q = torch::clamp(torch::round(f32(x / scale)) + zero_point, 0, 255);
-    return std::pair{q - zero_point, scale};
+    return std::tuple{q - zero_point, scale, zero_point};
+  }
+  // MatMulInteger's sums Σ (a − a's zero point)(b − b's zero point) of uint8 activations `xq` (less their zero
+  // point) and the layer's integers, as the candidate's kernel sums them (model/arithmetic.h, Int8Sums): exact,
+  // or with each pair of neighbouring raw products saturated to int16, as ONNX Runtime's AVX2 u8·s8 kernel
+  // sums them before it takes the zero points' terms off. All in fp64, exact: every partial sum < 2^53.
+  torch::Tensor integer_sums(const torch::Tensor& xq, double x_zero_point, const SimulatedLinear& l) const {
+    const auto exact = torch::matmul(xq, l.q.t());
+    if (m_.int8_sums == Int8Sums::exact || !l.signed_integers) return exact;
+    const auto a = xq + x_zero_point, b = l.q + l.zero_points.unsqueeze(1);  // the raw uint8 and int8
+    constexpr double kInt16Max = 32767, kInt16Min = -32768;
+    const double a_max = a.max().item<double>();
+    const int64_t K = a.size(1);
+    const auto padded = [&](const torch::Tensor& t) { return K % 2 ? F::pad(t, F::PadFuncOptions({0, 1})) : t; };
+    const auto a_even = padded(a).slice(1, 0, K + 1, 2), a_odd = padded(a).slice(1, 1, K + 1, 2);
+    const auto b_even = padded(b).slice(1, 0, K + 1, 2), b_odd = padded(b).slice(1, 1, K + 1, 2);
+    // The pairs (output n, pair p) that can leave int16 for some activation: few, the weights near the range's
+    // ends (none where every weight is reduced-range, |q| <= 64).
+    const auto can = ((b_even.abs() + b_odd.abs()) * a_max > kInt16Max).nonzero();
+    if (can.size(0) == 0) return exact;
+    const auto n = can.select(1, 0), pair = can.select(1, 1);
+    const auto sums = a_even.index_select(1, pair) * b_even.index({n, pair}) +
+                      a_odd.index_select(1, pair) * b_odd.index({n, pair});  // [rows, pairs that can]
+    return exact.index_add(1, n, sums.clamp(kInt16Min, kInt16Max) - sums);
   }
   // `own_node`: in ONNX Runtime's fused graph the layer's MatMul feeds a SkipLayerNormalization (attention
   // output, FFN output), whose float16 kernel reads the product stored; the FFN input's feeds BiasGelu in
@@ -199,9 +223,9 @@ class Oracle::SimulatedPass {
       return probed_sum(arith(fused_graph_ && own_node ? keep(p) : p) + arith(l.b),
                         [&] { return magnitude(x, l.w.t()) + arith(l.b).abs(); });
     }
-    // MatMulInteger's exact integer sums, cast to fp32, times x_scale · w_scale (fp32), plus the bias.
-    const auto [xq, x_scale] = quantized(x);
-    const auto sums = rounded(torch::matmul(xq, l.q.t()), kBinary32);
+    // MatMulInteger's integer sums (integer_sums), cast to fp32, times x_scale · w_scale (fp32), plus the bias.
+    const auto [xq, x_scale, x_zero_point] = quantized(x);
+    const auto sums = rounded(integer_sums(xq, x_zero_point, l), kBinary32);
     const auto scaled = arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32))));
     return probed_sum(scaled + arith(l.b), [&] { return scaled.abs() + arith(l.b).abs(); });
   }
@@ -246,9 +270,9 @@ class Oracle::SimulatedPass {
   }
   // The scores or the probabilities: an op's result as `finish` rounds it, or, inside one attention kernel,
   // not rounded at all (Oracle::LocalReferences::attention_in_one_kernel).
-  torch::Tensor inside_attention(const std::string& name, const std::vector<std::string>& inputs,
+  torch::Tensor inside_attention(bool one_kernel, const std::string& name, const std::vector<std::string>& inputs,
                                  const torch::Tensor& raw) {
-    if (!one_attention_kernel_) return finish(name, inputs, raw, false);
+    if (!one_kernel) return finish(name, inputs, raw, false);
     reached(name, inputs);
     trace_.add(name, to_trace(back(raw)));
     return back(raw);
@@ -300,13 +324,15 @@ class Oracle::SimulatedPass {
     const auto qi = input(name(LT::query), q, {H, T, Dh}, !fused_graph_),
                ki = input(name(LT::key), k, {H, T, Dh}, !fused_graph_),
                vi = input(name(LT::value), v, {H, T, Dh}, !fused_graph_);
+    // One kernel from Q, K and V to the context, in the layers whose probabilities the candidate lacks.
+    const bool one_kernel = one_attention_kernel_ && !local_->feed->find(name(LT::probs));
     const auto scores =
-        inside_attention(name(LT::scores), {name(LT::query), name(LT::key)},
-                         one_attention_kernel_ ? product_raw(qi, ki.transpose(1, 2)) / std::sqrt(double(Dh))
-                                               : arith(product(qi, ki.transpose(1, 2))) /
-                                                     arith(constant(std::sqrt(double(Dh)))));
+        inside_attention(one_kernel, name(LT::scores), {name(LT::query), name(LT::key)},
+                         one_kernel ? product_raw(qi, ki.transpose(1, 2)) / std::sqrt(double(Dh))
+                                    : arith(product(qi, ki.transpose(1, 2))) / arith(constant(std::sqrt(double(Dh)))));
     const auto si = input(name(LT::scores), scores, {H, T, T}, false);
-    const auto alpha = inside_attention(name(LT::probs), {name(LT::scores)}, torch::softmax(arith(si), -1));
+    const auto alpha =
+        inside_attention(one_kernel, name(LT::probs), {name(LT::scores)}, torch::softmax(arith(si), -1));
     const auto ai = input(name(LT::probs), alpha, {H, T, T}, false);
     const auto context = finish(name(LT::context), {name(LT::probs), name(LT::value)},
                                 product_raw(ai, vi).transpose(0, 1).reshape({T, D}), true);

@@ -33,6 +33,8 @@ struct TorchLayer {
 struct SimulatedLinear {
   torch::Tensor w, b;        // w: the format's values (int8: unused)
   torch::Tensor q, scales;   // int8: integers [out, in] and scales [out], fp64 holding exact values
+  torch::Tensor zero_points;  // int8: the integers' zero points [out] (q holds the integers less them)
+  bool signed_integers = true;  // int8: int8 integers (uint8 otherwise)
 };
 
 struct SimulatedLayer {
@@ -62,6 +64,7 @@ struct Oracle::Impl {
   Scheme scheme = scheme_of(Arithmetic::fp32);
   std::vector<SimulatedLayer> simulated_layers;
   std::shared_ptr<const QuantizedParams> quantized;  // a graph's quantized weights, which word_value reads
+  Int8Sums int8_sums = Int8Sums::exact;               // how int8's linear layers sum (SimulatedPass::linear_raw)
 
   torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& g,
                            const torch::Tensor& b) const {

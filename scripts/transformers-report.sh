@@ -57,11 +57,12 @@ for i in "${!faults[@]}"; do
       --python-env "$env" $flags > $out/fault.txt 2>&1
     rc=$?
     set -e
-    local_ratio=$(grep -F "  $family " $out/fault.txt | grep -o 'local [0-9.e+]*x' | sed 's/local //; s/x$/×/')
+    # (|| true: a cell that cannot run, or judges the family globally only, prints no ratio)
+    local_ratio=$(grep -F "  $family " $out/fault.txt | grep -o 'local [0-9.e+]*x' | sed 's/local //; s/x$/×/' || true)
     case $rc in
-      1) caught[$i,$cell]="**FAIL** $local_ratio, blames $(grep -m1 -o 'op to blame: [^(]*' $out/fault.txt | sed -E 's/op to blame: //; s/ *$//; s/^span .* → ([^ ]*).*/span → \1/')" ;;
+      1) caught[$i,$cell]="**FAIL** $local_ratio, blames $(grep -m1 -o 'op to blame: [^(]*' $out/fault.txt | sed -E 's/op to blame: //; s/ *$//; s/^span .* → ([^ ]*).*/span → \1/' || true)" ;;
       0) caught[$i,$cell]="pass $local_ratio" ;;
-      *) caught[$i,$cell]="exit $rc: $(grep -m1 '^error' $out/fault.txt)" ;;
+      *) caught[$i,$cell]="exit $rc: $(grep -m1 '^error' $out/fault.txt || true)" ;;
     esac
   done
 done

@@ -160,3 +160,28 @@ TEST(DeclaredArithmetic, TracesThatDeclareDifferentOrUnknownPrecisionsAreBadInpu
 TEST(DeclaredArithmetic, TheAbsoluteRuleIsFp32s) {
   EXPECT_THROW(Judge(bert_mini(), tolerances(), Rule::absolute, Arithmetic::fp16), InputError);
 }
+
+// int8's sums as ONNX Runtime's AVX2 kernel makes them (Int8Sums::int16_pairs_saturated): a reduced-range
+// weight (|q| <= 64: 2 · 255 · 64 < 32767) never leaves int16, so every value is the exact sums' bit for bit;
+// full-range weights (|q| up to 127, quantize_dynamic's default) do, and the trace moves.
+TEST(DeclaredArithmetic, Int8PairSumsSaturateOnlyWhereAFullRangeWeightCanLeaveInt16) {
+  const Checkpoint& ck = bert_mini();
+  auto trace = [&](std::shared_ptr<const QuantizedParams> quantized, Int8Sums sums) {
+    return oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::int8, 0, quantized, sums).forward(nurse());
+  };
+  auto largest_difference = [](const Trace& a, const Trace& b) {
+    double d = 0;
+    for (const auto& [name, tensor] : a.tensors)
+      for (size_t i = 0; i < tensor.values.size(); ++i)
+        d = std::max(d, std::abs(tensor.values[i] - b.find(name)->values[i]));
+    return d;
+  };
+  EXPECT_EQ(largest_difference(trace(nullptr, Int8Sums::exact), trace(nullptr, Int8Sums::int16_pairs_saturated)), 0);
+  auto full_range = std::make_shared<QuantizedParams>();
+  for_each_param(ck.config, ck.weights, [&](const std::string& name, const Param& p) {
+    if (p.shape.size() == 2 && !name.starts_with("embeddings."))
+      full_range->emplace(name, quantize_per_tensor(p, kWeightOnlyInt8Limit));
+  });
+  EXPECT_GT(largest_difference(trace(full_range, Int8Sums::exact), trace(full_range, Int8Sums::int16_pairs_saturated)),
+            1e-4);
+}
