@@ -190,7 +190,8 @@ AdapterRun run_adapter(const AdapterCall& call, nlohmann::json request, const st
   for (; !ready.empty() && ready[0] == "fact"; ready = next_line()) {
     if (ready.size() != 3) throw InputError(candidate, fmt::format("the adapter said \"{}\", not `fact <key> <value>`",
                                                                    fmt::join(ready, " ")));
-    r.facts[ready[1]] = ready[2];
+    if (!r.facts.emplace(ready[1], ready[2]).second)
+      throw InputError(candidate, fmt::format("the adapter said fact {} twice", ready[1]));
   }
   if (ready.size() < 3 || ready[0] != "ready") throw InputError(candidate, "the adapter did not say ready");
   r.version = fmt::format("{}", fmt::join(ready.begin() + 1, ready.end() - 1, " "));

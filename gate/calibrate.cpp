@@ -211,9 +211,10 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     s.model = sweep_model(o.seed * 1000003 + i);
     const Checkpoint ck = in_memory(s.model.config, generated_weights(s.model.config, s.model.seed, s.model.statistics),
                                     fmt::format("sweep model {}", i));
-    const Judge judge(ck, tolerances, Rule::derived, o.candidate.arithmetic);
-    const Trace candidate = o.candidate.run(ck, {s.model.input}, {}, 1).traces.at(0);
-    comparisons[i] = judge.judge(candidate, judge.references(s.model.input));
+    const CandidateRun run = o.candidate.run(ck, {s.model.input}, {}, 1);
+    // Judged as judge_candidate does: on the run's own quantized weights and integer sums.
+    const Judge judge(ck, tolerances, Rule::derived, o.candidate.arithmetic, run.quantized, run.int8_sums);
+    comparisons[i] = judge.judge(run.traces.at(0), judge.references(s.model.input));
     s.pass = comparisons[i].pass();
     s.failure = first_failure(comparisons[i]);
     for (const TensorComparison& t : comparisons[i].tensors)
@@ -240,10 +241,11 @@ CalibrationResult calibrate(const Tolerances& tolerances, const CalibrationOptio
     std::vector<Encoding> encodings;
     for (const Sentence& s : sentences)
       encodings.push_back(encode_sentence(tokenizer, s, size_t(ck.config.max_position_embeddings), o.sentences_file));
-    const Judge judge(ck, tolerances, Rule::derived, o.candidate.arithmetic);
+    const CandidateRun run = o.candidate.run(ck, encodings, {}, o.threads);
+    const std::vector<Trace>& fault_free = run.traces;
+    const Judge judge(ck, tolerances, Rule::derived, o.candidate.arithmetic, run.quantized, run.int8_sums);
     std::vector<Judge::References> refs(encodings.size());
     parallel_for(encodings.size(), o.threads, [&](size_t i) { refs[i] = judge.references(encodings[i]); });
-    const std::vector<Trace> fault_free = o.candidate.run(ck, encodings, {}, o.threads).traces;
     for (size_t i = 0; i < encodings.size(); ++i) {
       const TraceComparison c = judge.judge(fault_free[i], refs[i]);
       f.failed_sentences += !c.pass();

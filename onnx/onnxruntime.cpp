@@ -38,12 +38,16 @@ Run run(const std::filesystem::path& model, const std::vector<Encoding>& encodin
   if (!options.profile_prefix.empty())
     request["profile_prefix"] = std::filesystem::absolute(options.profile_prefix).string();
   AdapterRun a = run_adapter(call, std::move(request), encodings, candidate, vocab);
-  const auto sums = a.facts.find("int8_sums");
-  if (sums == a.facts.end() || (sums->second != "exact" && sums->second != "int16_pairs_saturated"))
-    throw InputError(call.adapter, fmt::format("{}: the adapter did not say how MatMulInteger sums (`fact int8_sums "
-                                               "exact|int16_pairs_saturated`)", candidate));
-  return {.version = a.version, .session_ms = a.startup_ms,
-          .int8_sums = sums->second == "exact" ? Int8Sums::exact : Int8Sums::int16_pairs_saturated,
+  Int8Sums int8_sums = Int8Sums::exact;  // only int8 reads it
+  if (precision == arithmetic_name(Arithmetic::int8)) {
+    const auto said = a.facts.find("int8_sums");
+    if (said == a.facts.end() || (said->second != "exact" && said->second != "int16_pairs_saturated"))
+      throw InputError(call.adapter, fmt::format("{}: the adapter did not say how MatMulInteger sums (`fact "
+                                                 "int8_sums exact|int16_pairs_saturated`)",
+                                                 candidate));
+    int8_sums = said->second == "exact" ? Int8Sums::exact : Int8Sums::int16_pairs_saturated;
+  }
+  return {.version = a.version, .session_ms = a.startup_ms, .int8_sums = int8_sums,
           .sentence_ms = std::move(a.sentence_ms), .traces = std::move(a.traces)};
 }
 

@@ -529,7 +529,8 @@ void check_weights(const std::vector<LocatedParam>& located, const BertConfig& c
       else if (gw.dequantized->axis >= 0 && gw.dequantized->axis != (gw.transposed ? 1 : 0))
         f.scheme_problems.push_back(fmt::format("{} is scaled along axis {}, not its output channels", p.name,
                                                 gw.dequantized->axis));
-      // else its tensor does not hold its shape: `differs` says so
+      // else its tensor does not hold its shape: `differs` says so (a graph read as its own checkpoint holds
+      // every shape it names)
     }
     if (own_weights) continue;
     if (const std::optional<std::string> problem = differs(p.name, *params.at(p.name), gw))
@@ -537,17 +538,26 @@ void check_weights(const std::vector<LocatedParam>& located, const BertConfig& c
   }
   if (!int8_scheme || quantized->empty()) return;
   // The rule that makes every located linear weight, where one does (weights_rule): its range bounds the
-  // probes (not the integer type's), and it quantizes a linear weight the patterns do not locate (a node
-  // inside its layer hides it), which has no integers from the graph; with no such rule, that is bad input.
+  // probes (not the integer type's: a probe that moved a reduced-range 64 to 65 could saturate int8's pair sums,
+  // model/arithmetic.h, where the graph never does), and it quantizes a linear weight the patterns do not
+  // locate (a node inside its layer hides it), which has no integers from the graph; with no such rule, that is
+  // bad input. Without one (a graph read as its own checkpoint), symmetric integers are bounded by the largest
+  // |q| the graph's linear weights hold: a quantizer maps each scale's largest magnitude to its range's end.
   const WeightQuantizer* rule = own_weights ? nullptr : weights_rule(*quantized, params);
-  if (rule) {
-    f.linear_rule = rule->name;
-    for (auto& [name, q] : *quantized)
-      if (!is_table(name)) {
-        q.lowest = -rule->limit;
-        q.highest = rule->limit;
-      }
-  }
+  const auto symmetric = [](const QuantizedWeight& q) {
+    return q.lowest < 0 && std::all_of(q.zero_points.begin(), q.zero_points.end(), [](int32_t z) { return z == 0; });
+  };
+  int32_t limit = rule ? rule->limit : 0;
+  if (!rule)
+    for (const auto& [name, q] : *quantized)
+      if (!is_table(name) && symmetric(q))
+        for (int32_t v : q.values) limit = std::max(limit, std::abs(v));
+  if (rule) f.linear_rule = rule->name;
+  for (auto& [name, q] : *quantized)
+    if (!is_table(name) && symmetric(q) && limit > 0) {
+      q.lowest = -limit;
+      q.highest = limit;
+    }
   for (const LocatedParam& p : located)
     if (p.linear_weight && !p.weight.tensor) {
       if (rule) {
@@ -1065,8 +1075,8 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                                                       precision,
                                                       found.linear_rule.empty()
                                                           ? ""
-                                                          : fmt::format(" (every linear weight is the checkpoint's {}, "
-                                                                        "bit for bit)",
+                                                          : fmt::format(" (every linear weight is the checkpoint's "
+                                                                        "quantized {}, bit for bit)",
                                                                         found.linear_rule))
                                         : "",
                                     found.weights_not_found.empty()

@@ -138,13 +138,13 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
                           .to(torch::kFloat64);
     return std::tuple{q - zero.unsqueeze(1),
                       torch::tensor(std::vector<double>(qw.scales.begin(), qw.scales.end()), torch::kFloat64), zero,
-                      qw.lowest < 0};
+                      qw.lowest < 0};  // int8 (signed) where its range reaches below 0, else uint8
   };
   // w8a32's weights, or any table the graph quantizes, as Cast · scale or DequantizeLinear makes them:
   // (q − zero point) · scale rounded to fp32.
   auto dequantized = [&](const Param& weight) {
-    const auto [q, scales, zero_points, is_signed] = quantized(weight, kWeightOnlyInt8Limit);
-    return rounded_to_fp32(q * scales.unsqueeze(1));
+    const auto held = quantized(weight, kWeightOnlyInt8Limit);
+    return rounded_to_fp32(std::get<0>(held) * std::get<1>(held).unsqueeze(1));
   };
   auto linear = [&](const Param& weight, const Param& bias) {
     SimulatedLinear l;

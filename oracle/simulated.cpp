@@ -197,19 +197,21 @@ class Oracle::SimulatedPass {
   // sums them before it takes the zero points' terms off. All in fp64, exact: every partial sum < 2^53.
   torch::Tensor integer_sums(const torch::Tensor& xq, double x_zero_point, const SimulatedLinear& l) const {
     const auto exact = torch::matmul(xq, l.q.t());
+    // uint8 weights: MLAS's u8·u8 kernel widens both to int16 before it multiplies (vpmaddwd), exact.
     if (m_.int8_sums == Int8Sums::exact || !l.signed_integers) return exact;
     const auto a = xq + x_zero_point, b = l.q + l.zero_points.unsqueeze(1);  // the raw uint8 and int8
     constexpr double kInt16Max = 32767, kInt16Min = -32768;
     const double a_max = a.max().item<double>();
     const int64_t K = a.size(1);
     const auto padded = [&](const torch::Tensor& t) { return K % 2 ? F::pad(t, F::PadFuncOptions({0, 1})) : t; };
-    const auto a_even = padded(a).slice(1, 0, K + 1, 2), a_odd = padded(a).slice(1, 1, K + 1, 2);
-    const auto b_even = padded(b).slice(1, 0, K + 1, 2), b_odd = padded(b).slice(1, 1, K + 1, 2);
+    const auto a_pairs = padded(a), b_pairs = padded(b);
+    const auto a_even = a_pairs.slice(1, 0, K + 1, 2), a_odd = a_pairs.slice(1, 1, K + 1, 2);
+    const auto b_even = b_pairs.slice(1, 0, K + 1, 2), b_odd = b_pairs.slice(1, 1, K + 1, 2);
     // The pairs (output n, pair p) that can leave int16 for some activation: few, the weights near the range's
     // ends (none where every weight is reduced-range, |q| <= 64).
-    const auto can = ((b_even.abs() + b_odd.abs()) * a_max > kInt16Max).nonzero();
-    if (can.size(0) == 0) return exact;
-    const auto n = can.select(1, 0), pair = can.select(1, 1);
+    const auto may_saturate = ((b_even.abs() + b_odd.abs()) * a_max > kInt16Max).nonzero();
+    if (may_saturate.size(0) == 0) return exact;
+    const auto n = may_saturate.select(1, 0), pair = may_saturate.select(1, 1);
     const auto sums = a_even.index_select(1, pair) * b_even.index({n, pair}) +
                       a_odd.index_select(1, pair) * b_odd.index({n, pair});  // [rows, pairs that can]
     return exact.index_add(1, n, sums.clamp(kInt16Min, kInt16Max) - sums);

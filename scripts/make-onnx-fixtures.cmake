@@ -76,7 +76,7 @@ foreach(graph "fused" "fused-fp16 --float16")
 endforeach()
 file(WRITE ${out}/optimize.json
      "{\"model\": \"${out}/trained-mini-torch.onnx\", \"optimized_model\": \"${out}/trained-mini-torch-ort.onnx\",
-       \"graph_optimization\": \"extended\", \"intra_op_threads\": 1, \"plain\": true, \"sentences\": []}\n")
+       \"graph_optimization\": \"extended\", \"intra_op_threads\": 1, \"precision\": \"fp32\", \"plain\": true, \"sentences\": []}\n")
 execute_process(COMMAND ${PYTHON_ENV}/bin/python3 -I ${CMAKE_CURRENT_LIST_DIR}/../onnx/ort-adapter.py ${out}/optimize.json
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
 file(REMOVE ${out}/optimize.json)

@@ -161,27 +161,70 @@ TEST(DeclaredArithmetic, TheAbsoluteRuleIsFp32s) {
   EXPECT_THROW(Judge(bert_mini(), tolerances(), Rule::absolute, Arithmetic::fp16), InputError);
 }
 
-// int8's sums as ONNX Runtime's AVX2 kernel makes them (Int8Sums::int16_pairs_saturated): a reduced-range
-// weight (|q| <= 64: 2 · 255 · 64 < 32767) never leaves int16, so every value is the exact sums' bit for bit;
-// full-range weights (|q| up to 127, quantize_dynamic's default) do, and the trace moves.
-TEST(DeclaredArithmetic, Int8PairSumsSaturateOnlyWhereAFullRangeWeightCanLeaveInt16) {
+// int8's sums as ONNX Runtime's AVX2 kernel makes them (Int8Sums::int16_pairs_saturated), by a scalar model of
+// that kernel: each pair of neighbouring products of the raw uint8 activations and int8 weights saturated to int16,
+// the pairs summed in int32, the zero points' terms taken off. The oracle's first linear layer (the query, from
+// embeddings.output) must equal it bit for bit under both sums, with full-range weights (|q| up to 127,
+// quantize_dynamic's default), where the model saturates some pair; a reduced-range weight (|q| <= 64:
+// 2 · 255 · 64 < 32767) never leaves int16, so there every value is the exact sums'.
+TEST(DeclaredArithmetic, Int8PairSumsAreAScalarModelOfMlasBitForBit) {
   const Checkpoint& ck = bert_mini();
   auto trace = [&](std::shared_ptr<const QuantizedParams> quantized, Int8Sums sums) {
     return oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::int8, 0, quantized, sums).forward(nurse());
   };
-  auto largest_difference = [](const Trace& a, const Trace& b) {
-    double d = 0;
-    for (const auto& [name, tensor] : a.tensors)
-      for (size_t i = 0; i < tensor.values.size(); ++i)
-        d = std::max(d, std::abs(tensor.values[i] - b.find(name)->values[i]));
-    return d;
-  };
-  EXPECT_EQ(largest_difference(trace(nullptr, Int8Sums::exact), trace(nullptr, Int8Sums::int16_pairs_saturated)), 0);
   auto full_range = std::make_shared<QuantizedParams>();
   for_each_param(ck.config, ck.weights, [&](const std::string& name, const Param& p) {
     if (p.shape.size() == 2 && !name.starts_with("embeddings."))
       full_range->emplace(name, quantize_per_tensor(p, kWeightOnlyInt8Limit));
   });
-  EXPECT_GT(largest_difference(trace(full_range, Int8Sums::exact), trace(full_range, Int8Sums::int16_pairs_saturated)),
-            1e-4);
+  const QuantizedWeight& w = full_range->at("encoder.layer.0.attention.self.query.weight");
+  const Param& bias = ck.weights.layers.at(0).query_b;
+  const int64_t H = ck.config.num_attention_heads, Dh = ck.config.head_dim();
+  // The query as MLAS computes it, from the trace's own embeddings.output: DynamicQuantizeLinear in fp32 (as the
+  // oracle's), the integer sums, × (x_scale · w_scale) and + bias in fp32.
+  auto scalar_query = [&](const Trace& t, Int8Sums sums, int& saturated_pairs) {
+    const Tensor& x = *t.find(kEmbeddingsOutput);
+    const int64_t T = x.shape[0], K = x.shape[1];
+    double lo = 0, hi = 0;
+    for (double v : x.values) lo = std::min(lo, v), hi = std::max(hi, v);
+    const float x_scale = float(float(hi - lo) / 255.0);
+    const int x_zero = int(std::clamp(double(std::nearbyint(float(-lo / x_scale))), 0.0, 255.0));
+    Tensor q({H, T, Dh});
+    saturated_pairs = 0;
+    for (int64_t token = 0; token < T; ++token) {
+      std::vector<int32_t> a(size_t(K + 1), 0);  // raw uint8, one zero past an odd K
+      for (int64_t k = 0; k < K; ++k)
+        a[size_t(k)] = int32_t(std::clamp(double(std::nearbyint(float(x.values[size_t(token * K + k)] / x_scale))) + x_zero,
+                                          0.0, 255.0));
+      for (int64_t n = 0; n < w.out; ++n) {
+        const int32_t* b = &w.values[size_t(n * w.in)];
+        int32_t total = 0, a_sum = 0, b_sum = 0;
+        for (int64_t k = 0; k < K; k += 2) {
+          const int32_t pair = a[size_t(k)] * b[k] + (k + 1 < K ? a[size_t(k + 1)] * b[k + 1] : 0);
+          const int32_t kept = sums == Int8Sums::exact ? pair : std::clamp(pair, -32768, 32767);
+          saturated_pairs += kept != pair;
+          total += kept;
+        }
+        for (int64_t k = 0; k < K; ++k) a_sum += a[size_t(k)], b_sum += b[k] - w.zero_points[size_t(n)];
+        // Σ (a − za)(b − zb) = Σ a·b − zb·Σa − za·Σ(b − zb)
+        const int32_t integer = total - w.zero_points[size_t(n)] * a_sum - x_zero * b_sum;
+        const float scaled = float(integer) * float(double(x_scale) * double(w.scales[size_t(n)]));
+        q.values[size_t(((n / Dh) * T + token) * Dh + n % Dh)] = double(scaled + float(bias.values[size_t(n)]));
+      }
+    }
+    return q;
+  };
+  for (Int8Sums sums : {Int8Sums::exact, Int8Sums::int16_pairs_saturated}) {
+    const Trace t = trace(full_range, sums);
+    int saturated_pairs = 0;
+    const Tensor expected = scalar_query(t, sums, saturated_pairs);
+    EXPECT_EQ(t.find(trace_name(0, LayerTensor::query))->values, expected.values) << int(sums);
+    if (sums == Int8Sums::int16_pairs_saturated) {
+      EXPECT_GT(saturated_pairs, 0);
+    }
+  }
+  EXPECT_NE(trace(full_range, Int8Sums::exact).find(trace_name(0, LayerTensor::query))->values,
+            trace(full_range, Int8Sums::int16_pairs_saturated).find(trace_name(0, LayerTensor::query))->values);
+  const Trace reduced_exact = trace(nullptr, Int8Sums::exact), reduced = trace(nullptr, Int8Sums::int16_pairs_saturated);
+  for (const auto& [name, tensor] : reduced_exact.tensors) EXPECT_EQ(tensor.values, reduced.find(name)->values) << name;
 }

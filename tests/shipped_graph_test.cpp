@@ -478,7 +478,7 @@ TEST(ShippedGraphThirdPartyInt8, QuantizeDynamicGraphsPassOnTheirOwnIntegers) {
               std::string::npos)
         << name << ": " << weights;
     EXPECT_NE(weights.find("int8 computes with the graph's own integers"), std::string::npos) << name;
-    EXPECT_NE(weights.find(fmt::format("every linear weight is the checkpoint's {}, bit for bit", rule)),
+    EXPECT_NE(weights.find(fmt::format("every linear weight is the checkpoint's quantized {}, bit for bit", rule)),
               std::string::npos)
         << name << ": " << weights;
     EXPECT_NE(note(r, "int8 sums: "), "") << name;
