@@ -8,6 +8,7 @@
 // uint8, another range) brings its own integers (QuantizedParams), which the oracle then simulates instead.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,15 @@ inline constexpr int kWeightOnlyInt8Limit = 127;   // Arithmetic::w8a32
 // A weight as its quantizer holds it: W[o, i] ≈ (values[o, i] − zero_points[o]) · scales[o], each value in
 // [lowest, highest] (the integer type's range, or the quantizer's narrower one). A per-tensor rule repeats
 // its one scale and zero point on every row.
+// An activation as static quantization holds it: QuantizeLinear's scale and zero point, fixed by calibration
+// (per tensor), x ↦ clamp(round(x / scale) + zero_point, lowest, highest) with x / scale in fp32 rounded half to
+// even, read back as DequantizeLinear's (q − zero_point) · scale; [lowest, highest] is its integer type's range
+// (uint8 [0, 255], int8 [-128, 127]).
+struct QuantizedActivation {
+  float scale = 0;
+  int32_t zero_point = 0, lowest = 0, highest = 0;
+};
+
 struct QuantizedWeight {
   int64_t out = 0, in = 0;
   std::vector<int32_t> values;       // [out, in], as torch.nn.Linear stores W (an embedding table as it is)
@@ -35,8 +45,21 @@ QuantizedWeight quantize_per_channel(const Param& w, int limit);
 // quantize_dynamic with its defaults (per_channel False).
 QuantizedWeight quantize_per_tensor(const Param& w, int limit);
 
-// The weights a graph holds quantized, by the checkpoint's parameter names (for_each_param's), each in the
-// checkpoint's layout: what a scheme's benchmark computes with in place of its own rule.
-using QuantizedParams = std::map<std::string, QuantizedWeight>;
+// What a graph holds quantized: the weights, by the checkpoint's parameter names (for_each_param's), each in the
+// checkpoint's layout, and the activations it quantizes statically, by the value each is (activation_key): what
+// a scheme's benchmark computes with in place of its own rule (and of DynamicQuantizeLinear's per-run scales).
+struct QuantizedParams {
+  std::map<std::string, QuantizedWeight> weights;
+  std::map<std::string, QuantizedActivation> activations;
+};
+
+// QuantizedParams::activations' keys. What an op reads: `input_of` a linear weight's name (the layer's input x),
+// layer.L.attention.query, key, probs and value (as the attention's products read them), `input_of`
+// layer.L.attention.pre_norm and of layer.L.output (the block's input as its residual sum reads it). What an op
+// makes, for every op that reads it: `product_of` a linear weight's name (x·W before the bias), of
+// layer.L.attention.scores (Q·Kᵀ before its scale) and of layer.L.attention.context (probs·V before the heads
+// are joined).
+inline std::string input_of(const std::string& name) { return name + " (input)"; }
+inline std::string product_of(const std::string& name) { return name + " (product)"; }
 
 }  // namespace lenscheck

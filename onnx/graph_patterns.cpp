@@ -255,7 +255,8 @@ std::optional<Linear> matmul(const GraphIndex& graph, const std::string& product
   if (!mm) return std::nullopt;
   const GraphIndex::Stored w = graph.stored(mm->input(1));
   if (!w.tensor) return std::nullopt;
-  return Linear{.input = mm->input(0), .weight = w.tensor, .dequantized = w.dequantized, .in_out = !w.transposed};
+  return Linear{.input = mm->input(0), .weight = w.tensor, .dequantized = w.dequantized, .in_out = !w.transposed,
+                .product = mm};
 }
 
 // Gemm(x, W[, b]) with alpha and beta 1 (their defaults): W[in, out], or [out, in] with transB; on 2-D rows,
@@ -271,7 +272,8 @@ std::optional<Linear> gemm(const GraphIndex& graph, const std::string& product) 
   if (!w.tensor) return std::nullopt;
   const onnx::NodeProto* flattened = graph.made_by(n->input(0), "Reshape");
   Linear lin{.input = flattened ? flattened->input(0) : n->input(0), .weight = w.tensor,
-             .dequantized = w.dequantized, .in_out = w.transposed == bool(int_attribute(*n, "transB"))};
+             .dequantized = w.dequantized, .in_out = w.transposed == bool(int_attribute(*n, "transB")),
+             .product = n};
   if (n->input_size() > 2 && !(lin.bias = graph.initializer(n->input(2)))) return std::nullopt;
   return lin;
 }
@@ -286,7 +288,7 @@ std::optional<Linear> matmul_integer(const GraphIndex& graph, const std::string&
     const onnx::NodeProto* scales = graph.made_by(mul->input(1 - i), "Mul");
     const onnx::NodeProto* dql = mmi ? graph.made_by(mmi->input(0), "DynamicQuantizeLinear") : nullptr;
     if (!dql || !scales) continue;
-    Linear lin{.input = dql->input(0), .weight = graph.initializer(mmi->input(1))};
+    Linear lin{.input = dql->input(0), .weight = graph.initializer(mmi->input(1)), .product = mmi};
     for (const std::string& in : scales->input())
       if (const onnx::TensorProto* t = graph.initializer(in); t && lin.weight)
         if (const std::optional<int64_t> axis = broadcast_axis(*lin.weight, *t))
@@ -329,7 +331,7 @@ std::optional<Linear> linear_before(const GraphIndex& graph, const std::string& 
           if (const onnx::NodeProto* mm = graph.made_by(gelu->input(0), "MatMul")) {
             const GraphIndex::Stored w = graph.stored(mm->input(1));
             lin = Linear{.input = mm->input(0), .weight = w.tensor, .dequantized = w.dequantized,
-                         .bias = graph.initializer(gelu->input(1)), .in_out = !w.transposed};
+                         .bias = graph.initializer(gelu->input(1)), .in_out = !w.transposed, .product = mm};
           }
       if (lin && lin->weight && lin->bias && lin->weight->dims_size() == 2 &&
           lin->weight->dims(lin->in_out ? 0 : 1) == in && lin->weight->dims(lin->in_out ? 1 : 0) == out)

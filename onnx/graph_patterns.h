@@ -82,6 +82,7 @@ struct Linear {
   const onnx::TensorProto* bias = nullptr;
   bool in_out = true;
   int64_t packed = 1, first_channel = 0;
+  const onnx::NodeProto* product = nullptr;  // the node that multiplies (MatMul, Gemm, Attention, …)
 };
 
 // The linear layer whose output (after its bias) is `value`, if one of the forms is there.

@@ -18,6 +18,7 @@
 #include "model/tokenizer_files.h"
 #include "model/trace.h"
 #include "onnx/graph_patterns.h"
+#include "onnx/static_quantization.h"
 #include "runtime/encoder.h"
 
 namespace lenscheck::onnx_export {
@@ -73,23 +74,45 @@ WeightRule weight_rule(const GraphIndex& graph) {
   return r;
 }
 
+// A graph as the patterns read it: statically quantized activations seen through (static_quantization.h), what
+// was quantized where kept. InputError naming the file where a quantized activation is of no form the int8 scheme
+// models.
+struct SeenGraph {
+  onnx::GraphProto g;
+  QuantizedReads reads;
+};
+
+SeenGraph seen_through(const onnx::GraphProto& g, const std::filesystem::path& file) {
+  SeenGraph seen{g, {}};
+  seen.reads = see_through_static_quantization(seen.g);
+  if (!seen.reads.unmodelled.empty())
+    throw InputError(file, fmt::format("its activations are quantized where lenscheck's int8 scheme does not model "
+                                       "it (it models fixed-scale QuantizeLinear → DequantizeLinear pairs and "
+                                       "QLinearMatMul on the matrix products' operands): {}",
+                                       fmt::join(seen.reads.unmodelled, "; ")));
+  return seen;
+}
+
 // What the graph computes in, as its tensors and ops say: int8 where a linear layer is quantized
-// (quantize_dynamic's form), w8a32 where its weights are int8 dequantized in the graph (Cast · scale,
-// DequantizeLinear) and every op is fp32, fp16 where the initializers are float16, fp32 otherwise. Either int8
-// scheme computes with the graph's own integers, whatever rule quantized them (FoundGraph::quantized). Quantized
-// activations are an InputError naming the file.
+// (quantize_dynamic's form, or static quantization's fixed scales on its activations), w8a32 where its weights
+// are int8 dequantized in the graph (Cast · scale, DequantizeLinear) and every op is fp32, fp16 where the
+// initializers are float16, fp32 otherwise. Either int8 scheme computes with the graph's own integers (and
+// fixed scales), whatever rule quantized them (FoundGraph::quantized).
 // `weights_from_graph`: the truth's weights are the graph's own, dequantized as it does (graph_checkpoint), so
 // weight-only int8 is fp32 arithmetic on them.
-std::pair<Arithmetic, std::string> implied_arithmetic(const onnx::GraphProto& g, const std::filesystem::path& file,
-                                                      bool weights_from_graph) {
+std::pair<Arithmetic, std::string> implied_arithmetic(const SeenGraph& seen, bool weights_from_graph) {
+  const onnx::GraphProto& g = seen.g;
+  if (seen.reads.any())
+    return {Arithmetic::int8,
+            fmt::format("its activations are quantized at fixed scales (static quantization: {} operands read through "
+                        "QuantizeLinear{})",
+                        seen.reads.inputs.size(),
+                        seen.reads.products.empty()
+                            ? ""
+                            : fmt::format(", {} products requantized by QLinearMatMul", seen.reads.products.size()))};
   for (const onnx::NodeProto& n : g.node())
     if (n.op_type() == "MatMulInteger" || n.op_type() == "DynamicQuantizeLinear")
       return {Arithmetic::int8, fmt::format("its linear layers are quantized ({} nodes)", n.op_type())};
-  for (const onnx::NodeProto& n : g.node())
-    if (n.op_type() == "QuantizeLinear" || n.op_type() == "QLinearMatMul")
-      throw InputError(file, fmt::format("its activations are quantized ({} nodes): no scheme lenscheck knows "
-                                         "computes that (w8a32 quantizes the weights only)",
-                                         n.op_type()));
   const GraphIndex graph(g);
   if (const WeightRule r = weight_rule(graph); r.weights) {
     const std::string rule = fmt::format("{} int8 constants dequantized by {}: {}, {}, values in [{}, {}]", r.weights,
@@ -291,6 +314,10 @@ std::optional<std::string> heads_behind(const GraphIndex& graph, std::string val
 // graph holds the key only transposed for the scores' product (ONNX Runtime folds its two Transposes).
 struct AttentionFound {
   std::map<LT, std::string> values, split;
+  // Where static quantization may quantize the attention (QuantizedParams::activations): query, key, probs and
+  // value as its products read them (the product, its input), the scores' and the context's products.
+  std::map<LT, std::pair<const onnx::NodeProto*, int>> operands;
+  std::map<LT, std::string> products;
 };
 
 AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& softmax) {
@@ -307,6 +334,9 @@ AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& soft
   for (const onnx::NodeProto* mm : graph.readers(weights, "MatMul")) {
     if (mm->input(0) != weights) continue;
     found.values[LT::value] = mm->input(1);
+    found.operands[LT::probs] = {mm, 0};
+    found.operands[LT::value] = {mm, 1};
+    found.products[LT::context] = mm->output(0);
     for (const onnx::NodeProto* t : graph.readers(mm->output(0), "Transpose"))
       for (const onnx::NodeProto* r : graph.readers(t->output(0), "Reshape")) found.values[LT::context] = r->output(0);
   }
@@ -342,6 +372,11 @@ AttentionFound attention_of(const GraphIndex& graph, const onnx::NodeProto& soft
   const std::string query = operands_scaled ? *scaled_operand(graph, qk->input(0)) : qk->input(0);
   const std::string keys = operands_scaled ? *scaled_operand(graph, qk->input(1)) : qk->input(1);
   found.values[LT::query] = query;
+  if (!operands_scaled && qk->op_type() == "MatMul") {  // scaled operands would be quantized scaled
+    found.operands[LT::query] = {qk, 0};
+    found.operands[LT::key] = {qk, 1};
+    found.products[LT::scores] = qk->output(0);
+  }
   if (key_transposed) {
     found.values[LT::key] = keys;
   } else if (const onnx::NodeProto* kt = graph.made_by(keys, "Transpose")) {
@@ -377,6 +412,11 @@ std::optional<GraphIndex::Stored> embedding_table(const GraphIndex& graph, const
 // their linear layer's output into heads.
 struct Found {
   std::map<std::string, std::string> values, split;
+  // Where static quantization may quantize (QuantizedParams::activations' keys): what an op reads at one of its
+  // inputs (the attention's operands, each residual sum's block input), and values every reader reads
+  // quantized (the attention's products); the linear layers' inputs and products are the located params'.
+  std::map<std::pair<const onnx::NodeProto*, int>, std::string> quantizable_reads;
+  std::map<std::string, std::string> quantizable_values;
 };
 
 // A parameter as the patterns locate it: its Hugging Face name, where the graph holds it (no tensor: not
@@ -385,6 +425,7 @@ struct LocatedParam {
   std::string name;
   GraphWeight weight;
   bool linear_weight = false;
+  const onnx::NodeProto* product = nullptr;  // a linear weight's: the node that multiplies by it
 };
 
 // Every parameter of a BERT of `config`, in for_each_param's order, where the graph's patterns locate it;
@@ -399,7 +440,7 @@ std::vector<LocatedParam> locate_params(const GraphIndex& graph, const BertConfi
     const int64_t packed = lin ? lin->packed : 1, first = lin ? lin->first_channel : 0;
     located.push_back({prefix + ".weight",
                        lin ? GraphWeight{lin->weight, lin->dequantized, lin->in_out, packed, first} : GraphWeight{},
-                       true});
+                       true, lin ? lin->product : nullptr});
     located.push_back(
         {prefix + ".bias", {.tensor = lin ? lin->bias : nullptr, .packed = packed, .first_channel = first}, false});
   };
@@ -486,10 +527,11 @@ bool is_table(const std::string& param) { return param.starts_with("embeddings."
 // zero points 0), or none (also where `quantized` holds no linear weight).
 const WeightQuantizer* weights_rule(const QuantizedParams& quantized,
                                     const std::map<std::string, const Param*>& params) {
-  if (std::all_of(quantized.begin(), quantized.end(), [](const auto& held) { return is_table(held.first); }))
+  const auto& weights = quantized.weights;
+  if (std::all_of(weights.begin(), weights.end(), [](const auto& held) { return is_table(held.first); }))
     return nullptr;
   for (const WeightQuantizer& rule : kWeightQuantizers) {
-    const bool makes_all = std::all_of(quantized.begin(), quantized.end(), [&](const auto& held) {
+    const bool makes_all = std::all_of(weights.begin(), weights.end(), [&](const auto& held) {
       if (is_table(held.first)) return true;
       const QuantizedWeight q = rule.quantize(*params.at(held.first), rule.limit);
       return q.values == held.second.values && q.scales == held.second.scales &&
@@ -500,13 +542,66 @@ const WeightQuantizer* weights_rule(const QuantizedParams& quantized,
   return nullptr;
 }
 
+// What static quantization quantizes (QuantizedReads), as the int8 scheme computes it, by its key
+// (QuantizedParams::activations): each located linear layer's input as it reads it and its product, the
+// attention's operands and products, each residual sum's read of its block's input. A product (a value of
+// `quantizable_values`) is quantized for every op that reads it. Anything else quantized is a scheme problem: the
+// scheme's benchmark would compute it otherwise.
+void attribute_static_reads(const QuantizedReads& reads, const onnx::GraphProto& seen,
+                            const std::vector<LocatedParam>& located, const Found& found, QuantizedParams& quantized,
+                            FoundGraph& f) {
+  std::map<std::pair<const onnx::NodeProto*, int>, std::string> key_of_read = found.quantizable_reads;
+  std::map<std::string, std::string> key_of_value = found.quantizable_values;
+  for (const LocatedParam& p : located)
+    if (p.linear_weight && p.product) {
+      key_of_read[{p.product, 0}] = input_of(p.name);
+      key_of_value[p.product->output(0)] = product_of(p.name);
+    }
+  const auto keep = [&](const std::string& key, const QuantizedActivation& a, const std::string& what) {
+    const auto [it, first] = quantized.activations.emplace(key, a);
+    if (!first && (it->second.scale != a.scale || it->second.zero_point != a.zero_point))
+      f.scheme_problems.push_back(fmt::format("{} is quantized with two scales or zero points", what));
+  };
+  std::map<std::string, std::set<const onnx::NodeProto*>> product_readers;  // quantized reads of a product
+  for (const auto& [at, a] : reads.inputs) {
+    const onnx::NodeProto* reader = &seen.node(at.first);
+    const std::string& value = reader->input(at.second);
+    if (const auto read = key_of_read.find({reader, at.second}); read != key_of_read.end()) {
+      keep(read->second, a, value);
+    } else if (const auto product = key_of_value.find(value); product != key_of_value.end()) {
+      keep(product->second, a, value);
+      product_readers[value].insert(reader);
+    } else {
+      f.scheme_problems.push_back(fmt::format("{} node {} reads {} quantized, which the int8 scheme quantizes nowhere "
+                                              "(it models a linear layer's input and product, the attention's operands "
+                                              "and products, a residual sum's block input)",
+                                              reader->op_type(), reader->name(), value));
+    }
+  }
+  for (const auto& [at, a] : reads.products) {
+    const std::string& value = seen.node(at).output(0);
+    if (const auto product = key_of_value.find(value); product != key_of_value.end())
+      keep(product->second, a, value);
+    else
+      f.scheme_problems.push_back(fmt::format("{} node {} requantizes its product, and is no linear layer or attention "
+                                              "product the patterns locate",
+                                              seen.node(at).op_type(), seen.node(at).name()));
+  }
+  for (const onnx::NodeProto& n : seen.node())
+    for (const std::string& in : n.input())
+      if (const auto readers = product_readers.find(in); readers != product_readers.end() && !readers->second.count(&n))
+        f.scheme_problems.push_back(fmt::format("{} is read quantized by some ops and unquantized by {} node {}", in,
+                                                n.op_type(), n.name()));
+}
+
 // Every located parameter against the checkpoint's (differs), and what the graph holds quantized, which the
 // int8 schemes compute with (FoundGraph::quantized): they quantize every linear layer's weight, along its output
-// channels (a weight the patterns do not locate gets the rule the located ones follow: weights_rule).
+// channels (a weight the patterns do not locate gets the rule the located ones follow: weights_rule), and,
+// where the graph's quantization is static, the activations `reads` holds (attribute_static_reads).
 // `own_weights`: the checkpoint's weights were read from this graph, so the values are not compared (they are
 // the graph's), only the scheme.
-void check_weights(const std::vector<LocatedParam>& located, const BertConfig& config, const BertWeights& w,
-                   bool own_weights, FoundGraph& f) {
+void check_weights(const std::vector<LocatedParam>& located, const SeenGraph& seen, const Found& found,
+                   const BertConfig& config, const BertWeights& w, bool own_weights, FoundGraph& f) {
   const bool int8_scheme = f.implied == Arithmetic::w8a32 || f.implied == Arithmetic::int8;
   std::map<std::string, const Param*> params;
   for_each_param(config, w, [&](const std::string& name, const Param& p) { params[name] = &p; });
@@ -525,7 +620,7 @@ void check_weights(const std::vector<LocatedParam>& located, const BertConfig& c
       if (params.at(p.name)->shape.size() != 2)
         f.scheme_problems.push_back(fmt::format("{} is int8: the int8 schemes quantize matrices only", p.name));
       else if (std::optional<QuantizedWeight> q = quantized_weight(*params.at(p.name), gw))
-        quantized->emplace(p.name, std::move(*q));
+        quantized->weights.emplace(p.name, std::move(*q));
       else if (gw.dequantized->axis >= 0 && gw.dequantized->axis != (gw.transposed ? 1 : 0))
         f.scheme_problems.push_back(fmt::format("{} is scaled along axis {}, not its output channels", p.name,
                                                 gw.dequantized->axis));
@@ -536,7 +631,8 @@ void check_weights(const std::vector<LocatedParam>& located, const BertConfig& c
     if (const std::optional<std::string> problem = differs(p.name, *params.at(p.name), gw))
       f.weight_problems.push_back(*problem);
   }
-  if (!int8_scheme || quantized->empty()) return;
+  if (int8_scheme) attribute_static_reads(seen.reads, seen.g, located, found, *quantized, f);
+  if (!int8_scheme || quantized->weights.empty()) return;
   // The rule that makes every located linear weight, where one does (weights_rule): its range bounds the
   // probes (not the integer type's: a probe that moved a reduced-range 64 to 65 could saturate int8's pair sums,
   // model/arithmetic.h, where the graph never does), and it quantizes a linear weight the patterns do not
@@ -549,11 +645,11 @@ void check_weights(const std::vector<LocatedParam>& located, const BertConfig& c
   };
   int32_t limit = rule ? rule->limit : 0;
   if (!rule)
-    for (const auto& [name, q] : *quantized)
+    for (const auto& [name, q] : quantized->weights)
       if (!is_table(name) && symmetric(q))
         for (int32_t v : q.values) limit = std::max(limit, std::abs(v));
   if (rule) f.linear_rule = rule->name;
-  for (auto& [name, q] : *quantized)
+  for (auto& [name, q] : quantized->weights)
     if (!is_table(name) && symmetric(q) && limit > 0) {
       q.lowest = -limit;
       q.highest = limit;
@@ -561,7 +657,7 @@ void check_weights(const std::vector<LocatedParam>& located, const BertConfig& c
   for (const LocatedParam& p : located)
     if (p.linear_weight && !p.weight.tensor) {
       if (rule) {
-        quantized->emplace(p.name, rule->quantize(*params.at(p.name), rule->limit));
+        quantized->weights.emplace(p.name, rule->quantize(*params.at(p.name), rule->limit));
         ++f.weights_by_rule;
       } else
         f.scheme_problems.push_back(fmt::format("{} is not located (a node inside its layer?), and the graph's "
@@ -625,6 +721,9 @@ Structure structure_of(const GraphIndex& graph, const onnx::GraphProto& g, int l
       const AttentionFound a = attention_of(graph, *softmaxes[size_t(l)]);
       for (const auto& [tensor, value] : a.values) found.values[trace_name(l, tensor)] = value;
       for (const auto& [tensor, split] : a.split) found.split[trace_name(l, tensor)] = split;
+      for (const auto& [tensor, read] : a.operands) found.quantizable_reads[read] = trace_name(l, tensor);
+      for (const auto& [tensor, value] : a.products)
+        found.quantizable_values[value] = product_of(trace_name(l, tensor));
     }
 
   const std::vector<Norm> norms = norms_of(graph, g);
@@ -650,6 +749,14 @@ Structure structure_of(const GraphIndex& graph, const onnx::GraphProto& g, int l
       found.values.emplace(trace_name(l, LT::attention_pre_norm), norms[size_t(1 + 2 * l)].input);
     found.values.emplace(trace_name(l, LT::attention_output), norms[size_t(1 + 2 * l)].output);
     found.values.emplace(trace_name(l, LT::output), norms[size_t(2 + 2 * l)].output);
+    // Each residual sum (the Add into the block's LayerNorm) where it reads the block's input: the operand that
+    // is not its linear layer's output.
+    for (size_t block : {size_t(1 + 2 * l), size_t(2 + 2 * l)})
+      if (const onnx::NodeProto* sum = graph.made_by(norms[block].input, "Add"); sum && sum->input_size() == 2)
+        for (int i = 0; i < 2; ++i)
+          if (linear_behind(graph, sum->input(1 - i)))
+            found.quantizable_reads[{sum, i}] =
+                input_of(trace_name(l, block % 2 ? LT::attention_pre_norm : LT::output));
   }
   return s;
 }
@@ -740,6 +847,21 @@ std::string why_not_found(const std::string& name, const Structure& s) {
   return s.unknown_ops.empty() ? why : fmt::format("{} (ops the patterns do not know: {})", why, s.unknown_ops);
 }
 
+// What a statically quantized graph quantizes, by kind (QuantizedParams::activations' keys).
+std::string static_quantization_note(const std::map<std::string, QuantizedActivation>& activations,
+                                     const std::string& precision) {
+  size_t inputs = 0, products = 0, residuals = 0, operands = 0;
+  for (const auto& [key, a] : activations) {
+    if (key.ends_with(" (product)")) ++products;
+    else if (key.ends_with(" (input)")) ++(key.starts_with("encoder.") ? inputs : residuals);
+    else ++operands;
+  }
+  return fmt::format("activations: {} values quantized at the graph's fixed scales and zero points (static "
+                     "quantization: {} linear layers' inputs, {} products, {} attention operands, {} residual sums' "
+                     "block inputs), which {} computes with in place of DynamicQuantizeLinear's per-run scales",
+                     activations.size(), inputs, products, operands, residuals, precision);
+}
+
 // A BertModel's interface: input_ids in, last_hidden_state out with the checkpoint's hidden size.
 void check_interface(const onnx::GraphProto& g, const std::filesystem::path& file, int64_t hidden_size) {
   const auto has = [](const auto& values, const std::string& name) {
@@ -772,15 +894,16 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
   FoundGraph f;
   f.nodes = size_t(g.node_size());
   f.initializers = size_t(g.initializer_size());
-  std::tie(f.implied, f.implied_by) = implied_arithmetic(g, file, weights_from_graph);
+  const SeenGraph seen = seen_through(g, file);
+  std::tie(f.implied, f.implied_by) = implied_arithmetic(seen, weights_from_graph);
 
   check_interface(g, file, config.hidden_size);
   f.dequantize_linear = std::any_of(g.node().begin(), g.node().end(),
                                     [](const onnx::NodeProto& n) { return n.op_type() == "DequantizeLinear"; });
 
   const int L = config.num_hidden_layers;
-  const GraphIndex graph(g);
-  Structure structure = structure_of(graph, g, L, file);
+  const GraphIndex graph(seen.g);
+  Structure structure = structure_of(graph, seen.g, L, file);
   Found& found = structure.found;
   found.values[trace_name(L - 1, LT::output)] = "last_hidden_state";
   for (int l = 0; l < int(structure.fused.size()); ++l)
@@ -790,14 +913,20 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
                                          "has {}",
                                          structure.fused[size_t(l)]->name(), l, heads, config.num_attention_heads));
 
-  check_weights(locate_params(graph, config, structure.norms, structure.fused, found), config, ck.weights,
+  check_weights(locate_params(graph, config, structure.norms, structure.fused, found), seen,
+                found, config, ck.weights,
                 weights_from_graph, f);
   f.weights_from_graph = weights_from_graph;
   if (!f.scheme_problems.empty())
-    throw InputError(file, fmt::format("its weights are quantized otherwise than {}, the scheme its int8 implies, "
-                                       "holds them (every linear layer's weight, with one scale per output channel or "
-                                       "one for all): {}",
-                                       arithmetic_name(f.implied), fmt::join(f.scheme_problems, "; ")));
+    throw InputError(file, fmt::format("it is quantized otherwise than {}, the scheme it implies, computes (every "
+                                       "linear layer's weight, with one scale per output channel or one for all{}): {}",
+                                       arithmetic_name(f.implied),
+                                       f.implied == Arithmetic::int8
+                                           ? "; activations per run, or at fixed scales where they are a linear "
+                                             "layer's input or product, the attention's operands and products, or a "
+                                             "residual sum's block input"
+                                           : "",
+                                       fmt::join(f.scheme_problems, "; ")));
 
   // The lens tensors are derived where the graph gives what they are derived from (runtime::lens_inputs): a
   // layer's value and probs, for its residual lens also its attention.pre_norm and input.
@@ -841,9 +970,9 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
 }
 
 Checkpoint graph_checkpoint(const std::filesystem::path& file, const std::filesystem::path& tokenizer) {
-  const onnx::ModelProto model = read_model(file);
-  const onnx::GraphProto& g = model.graph();
-  const auto [arithmetic, implied_by] = implied_arithmetic(g, file, true);  // quantized activations are refused
+  const SeenGraph seen = seen_through(read_model(file).graph(), file);
+  const onnx::GraphProto& g = seen.g;
+  const Arithmetic arithmetic = implied_arithmetic(seen, true).first;
   const GraphIndex graph(g);
   std::vector<std::string> read;  // where each size came from, for the note
   auto unreadable = [&](const std::string& what, const std::string& why) {
@@ -1036,7 +1165,7 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
   Candidate c;
   c.name = "onnx:" + file.string();
   std::string implied_by;
-  std::tie(c.arithmetic, implied_by) = implied_arithmetic(read_model(file).graph(), file, weights_from_graph);
+  std::tie(c.arithmetic, implied_by) = implied_arithmetic(seen_through(read_model(file).graph(), file), weights_from_graph);
   c.run = [file, ort, weights_from_graph, name = c.name, implied_by](const Checkpoint& ck,
                                                                      const std::vector<Encoding>& inputs,
                                                                      const runtime::Stages* stages, unsigned) {
@@ -1088,6 +1217,8 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
                                                                         found.weights_by_rule,
                                                                         found.weights_by_rule == 1 ? "" : "s")
                                                           : "")));
+    if (found.quantized && !found.quantized->activations.empty())
+      r.notes.push_back(static_quantization_note(found.quantized->activations, precision));
     // Measured on ONNX Runtime 1.30: from the extended level its optimizer rewrites DequantizeLinear → MatMul
     // as com.microsoft.MatMulNBits (bits 8, accuracy_level 4), which quantizes the activations to int8.
     if (found.weights_dequantized && found.dequantize_linear && found.implied != Arithmetic::int8 &&

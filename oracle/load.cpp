@@ -115,10 +115,16 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
   const bool by_graph = m.quantized && (m.scheme.quantized_linear || m.scheme.weight_only_int8);
   std::map<const Param*, std::string> names;
   if (by_graph) for_each_param(config, w, [&](const std::string& name, const Param& p) { names[&p] = name; });
+  // A value the graph quantizes statically, by its key (QuantizedParams::activations): int8's alone.
+  auto activation = [&](const std::string& key) -> std::optional<QuantizedActivation> {
+    if (!by_graph || !m.scheme.quantized_linear) return std::nullopt;
+    const auto it = m.quantized->activations.find(key);
+    return it == m.quantized->activations.end() ? std::nullopt : std::optional(it->second);
+  };
   auto held = [&](const Param& p) -> const QuantizedWeight* {
     if (!by_graph) return nullptr;
-    const auto it = m.quantized->find(names.at(&p));
-    return it == m.quantized->end() ? nullptr : &it->second;
+    const auto it = m.quantized->weights.find(names.at(&p));
+    return it == m.quantized->weights.end() ? nullptr : &it->second;
   };
   // A weight quantized per output channel, as the graph holds it or else in [-limit, limit] by
   // model/quantize.h's rule: its integers less their zero points [out, in], scales [out] and zero points
@@ -153,6 +159,10 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
       l.w = dequantized(weight);
     } else if (m.scheme.quantized_linear) {
       std::tie(l.q, l.scales, l.zero_points, l.signed_integers) = quantized(weight, kInt8WeightLimit);
+      if (by_graph) {
+        l.input = activation(input_of(names.at(&weight)));
+        l.product = activation(product_of(names.at(&weight)));
+      }
     } else {
       l.w = stored(weight, weights);
     }
@@ -212,6 +222,16 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     s.output = linear(L.output_w, L.output_b);
     s.ln2_g = stored(L.output_ln_g, values);
     s.ln2_b = stored(L.output_ln_b, values);
+    const int l = int(m.simulated_layers.size());
+    const auto of = [&, l](LT t) { return activation(trace_name(l, t)); };
+    s.reads = SimulatedLayer::Reads{.query = of(LT::query),
+               .key = of(LT::key),
+               .scores_product = activation(product_of(trace_name(l, LT::scores))),
+               .probs = of(LT::probs),
+               .value = of(LT::value),
+               .context_product = activation(product_of(trace_name(l, LT::context))),
+               .attention_residual = activation(input_of(trace_name(l, LT::attention_pre_norm))),
+               .ffn_residual = activation(input_of(trace_name(l, LT::output)))};
     m.simulated_layers.push_back(std::move(s));
   }
 }

@@ -191,15 +191,50 @@ class Oracle::SimulatedPass {
     const auto q = torch::clamp(torch::round(f32(x / scale)) + zero_point, 0, 255);
     return std::tuple{q - zero_point, scale, zero_point};
   }
+  // QuantizeLinear at a graph's fixed scale and zero point (static quantization), as ONNX Runtime computes it:
+  // x / scale in fp32, rounded half to even, plus the zero point, clamped to the integer type's range; returns
+  // the integers less the zero point.
+  static torch::Tensor quantized(const torch::Tensor& x, const QuantizedActivation& a) {
+    const auto q = torch::round(rounded(x / double(a.scale), kBinary32)) + a.zero_point;
+    return torch::clamp(q, a.lowest, a.highest) - a.zero_point;
+  }
+  // QLinearMatMul's output as ONNX Runtime computes it from the integer sums (fp32): times the multiplier
+  // x_scale · w_scale / y_scale (fp32), rounded half to even, plus y's zero point, clamped to its type's range;
+  // then DequantizeLinear, as the graph reads it back.
+  static torch::Tensor requantized(const torch::Tensor& sums, const torch::Tensor& product_scale,
+                                   const QuantizedActivation& y) {
+    const auto multiplier = rounded(product_scale / double(y.scale), kBinary32);
+    const auto q = torch::round(rounded(sums * multiplier, kBinary32)) + y.zero_point;
+    return rounded((torch::clamp(q, y.lowest, y.highest) - y.zero_point) * double(y.scale), kBinary32);
+  }
+  // A product the graph requantizes, from its integer sums and the operands' scales (fp32): `requantized`, as
+  // ONNX Runtime's QLinearMatMul computes it. A local probe moves the product first, by u · Σ|terms|
+  // (`magnitude`, probed_sum), then quantizes it as QuantizeLinear does: the graph as written (DequantizeLinear →
+  // MatMul → QuantizeLinear, which ONNX Runtime runs so below its `all` optimization) sums the dequantized terms
+  // in fp32 before it rounds them to integers, so a correct run may put a product next to a rounding boundary
+  // one step away (measured on trained-mini's static QDQ graph at `disabled`: 82 of 5.12 M query integers).
+  torch::Tensor requantized_product(const torch::Tensor& sums, const torch::Tensor& scale, const QuantizedActivation& y,
+                                    const std::function<torch::Tensor()>& magnitude) {
+    if (!sum_probe_) return requantized(sums, scale, y);
+    return as_quantized(back(probed_sum(arith(op(arith(sums) * arith(scale))), magnitude)), y);
+  }
+  // QuantizeLinear then DequantizeLinear: (q − zero point) · scale, one fp32 rounding; x where the graph leaves
+  // the operand unquantized.
+  static torch::Tensor as_quantized(const torch::Tensor& x, const std::optional<QuantizedActivation>& a) {
+    return a ? rounded(quantized(x, *a) * double(a->scale), kBinary32) : x;
+  }
   // MatMulInteger's sums Σ (a − a's zero point)(b − b's zero point) of uint8 activations `xq` (less their zero
   // point) and the layer's integers, as the candidate's kernel sums them (model/arithmetic.h, Int8Sums): exact,
   // or with each pair of neighbouring raw products saturated to int16, as ONNX Runtime's AVX2 u8·s8 kernel
   // sums them before it takes the zero points' terms off. All in fp64, exact: every partial sum < 2^53.
-  torch::Tensor integer_sums(const torch::Tensor& xq, double x_zero_point, const SimulatedLinear& l) const {
+  // `x_lowest`: the activations' integer type's least value, 0 for uint8; int8 activations are summed as uint8,
+  // each moved by 128 (ONNX Runtime's QDQS8ToU8Transformer on x86, its zero point moved with them).
+  torch::Tensor integer_sums(const torch::Tensor& xq, double x_zero_point, double x_lowest,
+                             const SimulatedLinear& l) const {
     const auto exact = torch::matmul(xq, l.q.t());
     // uint8 weights: MLAS's u8·u8 kernel widens both to int16 before it multiplies (vpmaddwd), exact.
     if (m_.int8_sums == Int8Sums::exact || !l.signed_integers) return exact;
-    const auto a = xq + x_zero_point, b = l.q + l.zero_points.unsqueeze(1);  // the raw uint8 and int8
+    const auto a = xq + x_zero_point - x_lowest, b = l.q + l.zero_points.unsqueeze(1);  // the raw uint8 and int8
     constexpr double kInt16Max = 32767, kInt16Min = -32768;
     const double a_max = a.max().item<double>();
     const int64_t K = a.size(1);
@@ -225,13 +260,36 @@ class Oracle::SimulatedPass {
       return probed_sum(arith(fused_graph_ && own_node ? keep(p) : p) + arith(l.b),
                         [&] { return magnitude(x, l.w.t()) + arith(l.b).abs(); });
     }
-    // MatMulInteger's integer sums (integer_sums), cast to fp32, times x_scale · w_scale (fp32), plus the bias.
-    const auto [xq, x_scale, x_zero_point] = quantized(x);
-    const auto sums = rounded(integer_sums(xq, x_zero_point, l), kBinary32);
-    const auto scaled = arith(op(arith(sums) * arith(rounded(x_scale * l.scales, kBinary32))));
+    // MatMulInteger's integer sums (integer_sums) of the input quantized per run (DynamicQuantizeLinear) or at the
+    // graph's fixed scale, cast to fp32, times x_scale · w_scale (fp32); where the graph requantizes the product
+    // (QLinearMatMul), rounded to its integers and dequantized (requantized); plus the bias.
+    const auto [xq, x_scale, x_zero_point] =
+        l.input ? std::tuple{quantized(x, *l.input), double(l.input->scale), double(l.input->zero_point)} : quantized(x);
+    const auto sums = rounded(integer_sums(xq, x_zero_point, l.input ? l.input->lowest : 0, l), kBinary32);
+    const auto product_scale = rounded(x_scale * l.scales, kBinary32);
+    const auto scaled = l.product ? requantized_product(sums, product_scale, *l.product,
+                                                        [&] { return torch::matmul(xq.abs(), l.q.abs().t()) * product_scale; })
+                                  : arith(op(arith(sums) * arith(product_scale)));
     return probed_sum(scaled + arith(l.b), [&] { return scaled.abs() + arith(l.b).abs(); });
   }
   torch::Tensor linear(const torch::Tensor& x, const SimulatedLinear& l) { return op(linear_raw(x, l, true)); }
+  // An attention product a · b (per head), or, where a graph quantizes both operands statically, their integers'
+  // exact sums (uint8 · uint8: MLAS widens both to int16, exact) times the operands' scales in fp32, or
+  // requantized where it quantizes the product too (QLinearMatMul). `raw`: not rounded (one attention kernel).
+  torch::Tensor attention_product(const torch::Tensor& a, const std::optional<QuantizedActivation>& qa,
+                                  const torch::Tensor& b, const std::optional<QuantizedActivation>& qb,
+                                  const std::optional<QuantizedActivation>& product_read, bool raw = false) {
+    if (!qa || !qb) {
+      const auto p = raw ? product_raw(as_quantized(a, qa), as_quantized(b, qb)) : product(as_quantized(a, qa), as_quantized(b, qb));
+      return as_quantized(p, product_read);
+    }
+    const auto ia = quantized(a, *qa), ib = quantized(b, *qb);
+    const auto sums = rounded(torch::matmul(ia, ib), kBinary32);
+    const auto scale = rounded(torch::tensor(double(qa->scale) * double(qb->scale), torch::kFloat64), kBinary32);
+    return product_read ? requantized_product(sums, scale, *product_read,
+                                              [&] { return torch::matmul(ia.abs(), ib.abs()) * scale; })
+                        : op(arith(sums) * arith(scale));
+  }
   // A constant of the graph (the attention scale, GELU's), stored as the weights are; a fused op's own.
   torch::Tensor constant(double c) const {
     const auto t = torch::tensor(c, torch::kFloat64);
@@ -320,6 +378,7 @@ class Oracle::SimulatedPass {
     const SimulatedLayer& L = m_.simulated_layers[size_t(l)];
     const int64_t T = T_, D = D_, H = H_, Dh = Dh_;
     // Inside a fused Attention the heads' Q, K and V are fp32, not stored.
+    const SimulatedLayer::Reads& R = L.reads;
     const auto q = finish(name(LT::query), {x_name}, per_head(linear_raw(xi, L.query)), !fused_graph_);
     const auto k = finish(name(LT::key), {x_name}, per_head(linear_raw(xi, L.key)), !fused_graph_);
     const auto v = finish(name(LT::value), {x_name}, per_head(linear_raw(xi, L.value)), !fused_graph_);
@@ -328,19 +387,24 @@ class Oracle::SimulatedPass {
                vi = input(name(LT::value), v, {H, T, Dh}, !fused_graph_);
     // One kernel from Q, K and V to the context, in the layers whose probabilities the candidate lacks.
     const bool one_kernel = one_attention_kernel_ && !local_->feed->find(name(LT::probs));
-    const auto scores =
-        inside_attention(one_kernel, name(LT::scores), {name(LT::query), name(LT::key)},
-                         one_kernel ? product_raw(qi, ki.transpose(1, 2)) / std::sqrt(double(Dh))
-                                    : arith(product(qi, ki.transpose(1, 2))) / arith(constant(std::sqrt(double(Dh)))));
+    const auto kt = ki.transpose(1, 2);
+    const auto scores = inside_attention(
+        one_kernel, name(LT::scores), {name(LT::query), name(LT::key)},
+        one_kernel ? attention_product(qi, R.query, kt, R.key, R.scores_product, true) / std::sqrt(double(Dh))
+                   : arith(attention_product(qi, R.query, kt, R.key, R.scores_product)) /
+                         arith(constant(std::sqrt(double(Dh)))));
     const auto si = input(name(LT::scores), scores, {H, T, T}, false);
     const auto alpha =
         inside_attention(one_kernel, name(LT::probs), {name(LT::scores)}, torch::softmax(arith(si), -1));
     const auto ai = input(name(LT::probs), alpha, {H, T, T}, false);
     const auto context = finish(name(LT::context), {name(LT::probs), name(LT::value)},
-                                product_raw(ai, vi).transpose(0, 1).reshape({T, D}), true);
+                                attention_product(ai, R.probs, vi, R.value, R.context_product, true)
+                                    .transpose(0, 1)
+                                    .reshape({T, D}),
+                                true);
     const auto ci = input(name(LT::context), context, {T, D}, true);
     // y, the attention block's state before its LayerNorm
-    const auto raw = arith(linear(ci, L.attention_out)) + arith(xi);
+    const auto raw = arith(linear(ci, L.attention_out)) + arith(as_quantized(xi, R.attention_residual));
     const auto pre_norm = finish(name(LT::attention_pre_norm), {name(LT::context), x_name}, raw, false);
     const auto attention =
         finish_norm(name(LT::attention_output), {name(LT::context), x_name}, op(raw), L.ln1_g, L.ln1_b);
@@ -351,7 +415,8 @@ class Oracle::SimulatedPass {
                               activation(op(linear_raw(attention_i, L.intermediate, false))), false);
     const auto inter_i = input(name(LT::intermediate), inter, {T, m_.config.intermediate_size}, false);
     return finish_norm(name(LT::output), {name(LT::intermediate), name(LT::attention_output)},
-                       op(arith(linear(inter_i, L.output)) + arith(attention_i)), L.ln2_g, L.ln2_b);
+                       op(arith(linear(inter_i, L.output)) + arith(as_quantized(attention_i, R.ffn_residual))),
+                       L.ln2_g, L.ln2_b);
   }
 
   // Kobayashi et al. 2020's norms and lenses of layer l, from its values vi and probabilities ai, and

@@ -35,12 +35,21 @@ struct SimulatedLinear {
   torch::Tensor q, scales;   // int8: integers [out, in] and scales [out], fp64 holding exact values
   torch::Tensor zero_points;  // int8: the integers' zero points [out] (q holds the integers less them)
   bool signed_integers = true;  // int8: int8 integers (uint8 otherwise)
+  // int8: the input's and the product's quantization (before the bias), where a graph quantizes them statically
+  // (model/quantize.h; the input otherwise by DynamicQuantizeLinear, per run).
+  std::optional<QuantizedActivation> input, product;
 };
 
 struct SimulatedLayer {
   SimulatedLinear query, key, value, attention_out, intermediate, output;
   torch::Tensor lens_wo;  // W_O as f(x) reads it: the format's values (int8, w8a32: the fp32 weight, unquantized)
   torch::Tensor ln1_g, ln1_b, ln2_g, ln2_b;
+  // int8: the values a graph quantizes statically (QuantizedParams::activations) apart from its linear layers':
+  // the attention's operands and products, each residual sum's block input. None: fp32, as the scheme has them.
+  struct Reads {
+    std::optional<QuantizedActivation> query, key, scores_product, probs, value, context_product, attention_residual,
+        ffn_residual;
+  } reads;
 };
 
 struct Oracle::SumMagnitudes {

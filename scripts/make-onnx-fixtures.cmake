@@ -60,6 +60,29 @@ foreach(graph "ort-dynamic" "ort-dynamic-per-channel --per-channel --reduce-rang
     message(FATAL_ERROR "ort-quantize.py ${graph} failed (${rc}); it needs scripts/install-deps.sh's .deps/venv:\n${err}")
   endif()
 endforeach()
+# The torch.onnx graph as ONNX Runtime's quantize_static quantizes it (scripts/ort-quantize.py, in PYTHON_ENV),
+# calibrated on the bundled sentences: every MatMul's operands and product at fixed scales, as QuantizeLinear →
+# DequantizeLinear pairs (QDQ) and as QLinearMatMul (QOperator); and the QDQ graph with layer 1's attention
+# LayerNorm output times 1.001 before its quantization (scripts/graph-fault.py), which must fail.
+foreach(graph "ort-static-qdq qdq" "ort-static-qoperator qoperator")
+  separate_arguments(graph UNIX_COMMAND "${graph}")
+  list(POP_FRONT graph name format)
+  execute_process(COMMAND ${PYTHON_ENV}/bin/python3 -I ${CMAKE_CURRENT_LIST_DIR}/ort-quantize.py --static ${format}
+                          --vocab ${FIXTURES}/trained-mini/vocab.txt
+                          --calibrate ${CMAKE_CURRENT_LIST_DIR}/../fixtures/sentences.yaml
+                          ${out}/trained-mini-torch.onnx ${out}/trained-mini-${name}.onnx
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "ort-quantize.py --static ${format} failed (${rc}); it needs scripts/install-deps.sh's "
+                        ".deps/venv:\n${err}")
+  endif()
+endforeach()
+execute_process(COMMAND ${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/graph-fault.py ${out}/trained-mini-ort-static-qdq.onnx
+                        ${out}/trained-mini-ort-static-qdq-layernorm-fault.onnx layernorm 1 0.001
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "graph-fault.py on the static QDQ graph failed (${rc}):\n${err}")
+endif()
 # The torch.onnx graph as ONNX Runtime's Python transformer optimizer fuses it for serving (issue #45), in
 # fp32 and converted to float16: EmbedLayerNormalization, Attention with packed Q, K and V,
 # SkipLayerNormalization, BiasGelu (scripts/ort-transformers-fuse.py, in PYTHON_ENV).

@@ -175,9 +175,9 @@ TEST(DeclaredArithmetic, Int8PairSumsAreAScalarModelOfMlasBitForBit) {
   auto full_range = std::make_shared<QuantizedParams>();
   for_each_param(ck.config, ck.weights, [&](const std::string& name, const Param& p) {
     if (p.shape.size() == 2 && !name.starts_with("embeddings."))
-      full_range->emplace(name, quantize_per_tensor(p, kWeightOnlyInt8Limit));
+      full_range->weights.emplace(name, quantize_per_tensor(p, kWeightOnlyInt8Limit));
   });
-  const QuantizedWeight& w = full_range->at("encoder.layer.0.attention.self.query.weight");
+  const QuantizedWeight& w = full_range->weights.at("encoder.layer.0.attention.self.query.weight");
   const Param& bias = ck.weights.layers.at(0).query_b;
   const int64_t H = ck.config.num_attention_heads, Dh = ck.config.head_dim();
   // The query as MLAS computes it, from the trace's own embeddings.output: DynamicQuantizeLinear in fp32 (as the
@@ -227,4 +227,60 @@ TEST(DeclaredArithmetic, Int8PairSumsAreAScalarModelOfMlasBitForBit) {
             trace(full_range, Int8Sums::int16_pairs_saturated).find(trace_name(0, LayerTensor::query))->values);
   const Trace reduced_exact = trace(nullptr, Int8Sums::exact), reduced = trace(nullptr, Int8Sums::int16_pairs_saturated);
   for (const auto& [name, tensor] : reduced_exact.tensors) EXPECT_EQ(tensor.values, reduced.find(name)->values) << name;
+}
+
+// int8 with static quantization (a graph's fixed scales: QuantizedParams::activations), by a scalar model of ONNX
+// Runtime's QLinearMatMul (quantize_linear_matmul.cc, MLAS's QuantizeLinear and requantization): the input
+// quantized as x / scale in fp32 rounded half to even plus its zero point, the exact integer sums, the product
+// requantized at the multiplier fp32(fp32(x_scale · w_scale) / y_scale), rounded half to even, and dequantized,
+// then + bias in fp32. The oracle's query equals it bit for bit; with the scales gone (per-run
+// DynamicQuantizeLinear, no requantization) it does not.
+TEST(DeclaredArithmetic, StaticInt8IsAScalarModelOfQLinearMatMulBitForBit) {
+  const Checkpoint& ck = bert_mini();
+  const std::string weight = "encoder.layer.0.attention.self.query.weight";
+  auto quantized = std::make_shared<QuantizedParams>();
+  for_each_param(ck.config, ck.weights, [&](const std::string& name, const Param& p) {
+    if (p.shape.size() == 2 && !name.starts_with("embeddings."))
+      quantized->weights.emplace(name, quantize_per_tensor(p, kWeightOnlyInt8Limit));
+  });
+  const Trace dynamic =
+      oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::int8, 0, quantized).forward(nurse());
+  // Fixed scales as calibration finds them, from the dynamic pass's own ranges, with zero points of both types.
+  const Tensor& x = *dynamic.find(kEmbeddingsOutput);
+  const Tensor& product = *dynamic.find(trace_name(0, LayerTensor::query));
+  auto range = [](const Tensor& t) {
+    double lo = 0, hi = 0;
+    for (double v : t.values) lo = std::min(lo, v), hi = std::max(hi, v);
+    return std::pair{lo, hi};
+  };
+  const auto [x_lo, x_hi] = range(x);
+  const auto [y_lo, y_hi] = range(product);
+  const QuantizedActivation x_read{.scale = float((x_hi - x_lo) / 255), .zero_point = 100, .lowest = 0, .highest = 255};
+  const QuantizedActivation y_read{.scale = float((y_hi - y_lo) / 255), .zero_point = -3, .lowest = -128, .highest = 127};
+  quantized->activations[input_of(weight)] = x_read;
+  quantized->activations[product_of(weight)] = y_read;
+  const Trace t = oracle::Oracle::computing_in(ck.config, ck.weights, Arithmetic::int8, 0, quantized).forward(nurse());
+
+  const QuantizedWeight& w = quantized->weights.at(weight);
+  const Param& bias = ck.weights.layers.at(0).query_b;
+  const Tensor& xt = *t.find(kEmbeddingsOutput);
+  const int64_t T = xt.shape[0], K = xt.shape[1], H = ck.config.num_attention_heads, Dh = ck.config.head_dim();
+  auto quantize = [](float v, const QuantizedActivation& a) {
+    return std::clamp(int32_t(std::nearbyint(v / a.scale)) + a.zero_point, a.lowest, a.highest);
+  };
+  Tensor expected({H, T, Dh});
+  for (int64_t token = 0; token < T; ++token)
+    for (int64_t n = 0; n < w.out; ++n) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < K; ++k)
+        sum += (quantize(float(xt.values[size_t(token * K + k)]), x_read) - x_read.zero_point) *
+               (w.values[size_t(n * w.in + k)] - w.zero_points[size_t(n)]);
+      const float multiplier = (x_read.scale * w.scales[size_t(n)]) / y_read.scale;
+      const int32_t y = std::clamp(int32_t(std::nearbyint(float(sum) * multiplier)) + y_read.zero_point, y_read.lowest,
+                                   y_read.highest);
+      const float dequantized = float(y - y_read.zero_point) * y_read.scale;
+      expected.values[size_t(((n / Dh) * T + token) * Dh + n % Dh)] = double(dequantized + float(bias.values[size_t(n)]));
+    }
+  EXPECT_EQ(t.find(trace_name(0, LayerTensor::query))->values, expected.values);
+  EXPECT_NE(dynamic.find(trace_name(0, LayerTensor::query))->values, expected.values);
 }

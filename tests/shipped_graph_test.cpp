@@ -17,6 +17,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "audit/study_plan.h"
 #include "gate/verify.h"
@@ -483,6 +484,110 @@ TEST(ShippedGraphThirdPartyInt8, QuantizeDynamicGraphsPassOnTheirOwnIntegers) {
         << name << ": " << weights;
     EXPECT_NE(note(r, "int8 sums: "), "") << name;
   }
+}
+
+// ONNX Runtime's quantize_static as a third party runs it (scripts/ort-quantize.py --static), calibrated on the
+// bundled sentences: every MatMul's operands and product at fixed scales, as QuantizeLinear → DequantizeLinear
+// pairs (QDQ: the residual sums read the LayerNorms' outputs quantized too) and as QLinearMatMul (QOperator: they
+// read them unquantized). Each is judged on the graph's own integers and scales, read through the pairs, and
+// passes; ONNX Runtime at `all` fuses every product into QLinearMatMul, whose requantization the oracle
+// reproduces bit for bit: each linear layer's and attention product's local ratio is 0.
+TEST(ShippedGraphThirdPartyInt8, QuantizeStaticGraphsPassOnTheirOwnScalesBitForBit) {
+  for (auto [name, activations] :
+       {std::pair{"onnx/trained-mini-ort-static-qdq.onnx",
+                  "activations: 80 values quantized at the graph's fixed scales and zero points (static quantization: "
+                  "24 linear layers' inputs, 32 products, 16 attention operands, 8 residual sums' block inputs)"},
+        std::pair{"onnx/trained-mini-ort-static-qoperator.onnx",
+                  "activations: 72 values quantized at the graph's fixed scales and zero points (static quantization: "
+                  "24 linear layers' inputs, 32 products, 16 attention operands, 0 residual sums' block inputs)"}}) {
+    const VerifyResult r = verified(test::fixture(name));
+    EXPECT_TRUE(r.pass()) << name;
+    EXPECT_EQ(r.gate.arithmetic, Arithmetic::int8) << name;
+    EXPECT_NE(note(r, "candidate: ").find("static quantization"), std::string::npos) << name;
+    EXPECT_TRUE(note(r, "activations: ").starts_with(activations)) << name << ": " << note(r, "activations: ");
+    EXPECT_NE(note(r, "weights: ").find("every linear weight is the checkpoint's quantized symmetric per tensor in "
+                                        "[-127, 127], bit for bit"),
+              std::string::npos)
+        << name;
+    ASSERT_FALSE(r.sentences.empty());
+    for (const SentenceVerdict& v : r.sentences)
+      for (const TensorComparison& c : v.gate.tensors)
+        for (const char* product : {".attention.query", ".attention.key", ".attention.value", ".attention.scores",
+                                    ".attention.context", ".attention.pre_norm"})
+          if (c.name.ends_with(product)) {
+            ASSERT_TRUE(c.local.has_value()) << c.name;
+            EXPECT_EQ(c.local->ratio, 0.0) << name << " " << v.sentence.id << " " << c.name;
+          }
+  }
+}
+
+// The static QDQ graph with layer 1's attention LayerNorm output times 1.001 before its quantization
+// (scripts/graph-fault.py): every weight the checkpoint's, the FFN after it fails (blamed: layer.1.intermediate).
+TEST(ShippedGraphThirdPartyInt8, AStaticGraphsLayerNormTimesOnePerMilleFailsBlamingTheOpAfterIt) {
+  const VerifyResult r = verified(test::fixture("onnx/trained-mini-ort-static-qdq-layernorm-fault.onnx"));
+  EXPECT_FALSE(r.pass());
+  EXPECT_TRUE(r.weights_differ.empty());
+  ASSERT_FALSE(r.sentences.empty());
+  for (const SentenceVerdict& v : r.sentences) {
+    const TensorComparison* blamed = v.gate.first_local_failure();
+    ASSERT_NE(blamed, nullptr) << v.sentence.id;
+    EXPECT_EQ(blamed->name, "layer.1.intermediate") << v.sentence.id;
+  }
+}
+
+// Static quantization where the int8 scheme quantizes nothing, or in a form it does not read, is bad input naming
+// it: a QuantizeLinear → DequantizeLinear pair on layer 0's masked scores (the Softmax's input), and an op that
+// computes on the integers (QLinearAdd).
+TEST(ShippedGraphThirdPartyInt8, QuantizationTheSchemeDoesNotModelIsBadInputNamingIt) {
+  const fs::path dir = test::temp_dir("static-unmodelled");
+  onnx::ModelProto m = read(test::fixture("onnx/trained-mini-ort-static-qdq.onnx"));
+  onnx::GraphProto& g = *m.mutable_graph();
+  const float scale = 0.05f;
+  const uint8_t zero = 128;
+  onnx::TensorProto& s = *g.add_initializer();
+  s.set_name("scores_scale");
+  s.set_data_type(onnx::TensorProto::FLOAT);
+  s.set_raw_data(&scale, sizeof scale);
+  onnx::TensorProto& z = *g.add_initializer();
+  z.set_name("scores_zero_point");
+  z.set_data_type(onnx::TensorProto::UINT8);
+  z.set_raw_data(&zero, sizeof zero);
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  std::string scores;
+  for (onnx::NodeProto& n : *g.mutable_node()) {
+    if (n.op_type() == "Softmax" && scores.empty()) {
+      scores = n.input(0);
+      for (auto [op, in, out] : {std::tuple{"QuantizeLinear", scores, std::string("scores_q")},
+                                 std::tuple{"DequantizeLinear", std::string("scores_q"), std::string("scores_dq")}}) {
+        onnx::NodeProto& q = *nodes.Add();
+        q.set_op_type(op);
+        q.add_input(in);
+        q.add_input("scores_scale");
+        q.add_input("scores_zero_point");
+        q.add_output(out);
+      }
+      n.set_input(0, "scores_dq");
+    }
+    *nodes.Add() = n;
+  }
+  g.mutable_node()->Swap(&nodes);
+  ASSERT_FALSE(scores.empty());
+  const fs::path softmax = dir / "softmax-input.onnx";
+  write(m, softmax);
+  expect_input_error([&] { verified(softmax); },
+                     {softmax.string(), "Softmax node", "reads " + scores + " quantized, which the int8 scheme "
+                                                                           "quantizes nowhere"});
+  for (onnx::NodeProto& n : *g.mutable_node())
+    if (n.op_type() == "Add") {
+      n.set_op_type("QLinearAdd");
+      n.set_domain("com.microsoft");
+      break;
+    }
+  const fs::path qlinear = dir / "qlinear-add.onnx";
+  write(m, qlinear);
+  expect_input_error([&] { verified(qlinear); },
+                     {qlinear.string(), "its activations are quantized where lenscheck's int8 scheme does not model "
+                                        "it", "QLinearAdd node"});
 }
 
 // A wrong op, every weight the checkpoint's: the last layer's value product times 1.001 fails the local
