@@ -191,6 +191,7 @@ TraceComparison Judge::judge(const Trace& candidate, const References& refs,
     std::vector<const Trace*> spread = {&local.fp32};
     for (const Trace& p : local.probes) spread.push_back(&p);
     if (local.fused) spread.push_back(&*local.fused);
+    if (local.requantized_other_way) spread.push_back(&*local.requantized_other_way);
     if (local.attention_in_one_kernel) spread.push_back(&*local.attention_in_one_kernel);
     judge_locally(c, candidate, local.exact, spread, tolerances_, scheme_of(arithmetic_), local.spans);
   } catch (const oracle::OracleError& e) {

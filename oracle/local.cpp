@@ -31,6 +31,10 @@ Oracle::LocalReferences Oracle::recompute_locally(const Trace& candidate, int pr
       const Local fused{.feed = &candidate, .fp32_ops = false, .probe = 0, .as_fused_graph = true};
       r.fused = run_simulated(enc, &fused);
     }
+    if (impl_->requantizes_products()) {
+      const Local other_way{.feed = &candidate, .fp32_ops = false, .probe = 0, .requantized_other_way = true};
+      r.requantized_other_way = run_simulated(enc, &other_way);
+    }
     if (impl_->scheme.ops.digits < kBinary32.digits && !impl_->scheme.fp32_between_casts && !impl_->scheme.fused_ops &&
         lacks_probabilities(candidate, impl_->config.num_hidden_layers)) {
       const Local one_kernel{.feed = &candidate, .fp32_ops = false, .probe = 0, .attention_in_one_kernel = true};

@@ -78,10 +78,20 @@ class Oracle {
   // float for Half and BFloat16, the output alone stored in the format). Both ends belong to the span's
   // spread. Measured on transformers' SDPA in fp16 and bf16 (reports/verify-transformers.md): with the
   // all-rounded end alone the clean context's local ratio is 17-43, with both at most a few.
+  // `requantized_other_way`, where a graph requantizes products (static int8, QLinearMatMul): `exact` with
+  // each requantized product that lies within √n · u · Σ|terms| of a rounding boundary (n terms, u = 2^-24) on
+  // the boundary's other side, one integer away. The graph as written dequantizes the operands and sums them
+  // in fp32 before it rounds the product to integers (ONNX Runtime runs it so below its `all` optimization, and
+  // there on operands it leaves int8): that fp32 sum errs, and where it crosses a boundary the integer moves by
+  // one, a whole step, which no rounding probe need draw. √n · u · Σ|terms| is the probabilistic size of a sum's
+  // rounding error (Higham and Mary, SIAM J. Sci. Comput. 41(5), 2019, λ = 1), not its worst case; measured on
+  // trained-mini's static QDQ graph at `disabled`: 72 integers of 43.8 M moved, each at most 3.55 · u ·
+  // Σ|terms| from its boundary, where √n is 16 or more.
   struct LocalReferences {
     Trace exact, fp32;
     std::vector<Trace> probes;
     std::optional<Trace> fused;
+    std::optional<Trace> requantized_other_way;
     std::optional<Trace> attention_in_one_kernel;
     std::map<std::string, TraceSpan> spans;  // each tensor recomputed through tensors the candidate lacks
   };
@@ -109,6 +119,7 @@ class Oracle {
     SumMagnitudes* magnitudes = nullptr;
     bool as_fused_graph = false;  // LocalReferences::fused
     bool attention_in_one_kernel = false;  // LocalReferences::attention_in_one_kernel
+    bool requantized_other_way = false;    // LocalReferences::requantized_other_way
   };
   // `spans`: where a local pass writes LocalReferences::spans.
   Trace run_simulated(const Encoding& encoding, const Local* local,

@@ -65,6 +65,7 @@ class Oracle::SimulatedPass {
         H_(m.config.num_attention_heads), Dh_(D_ / H_), fp32_ops_(local && local->fp32_ops),
         fused_graph_(local && local->as_fused_graph),
         one_attention_kernel_(local && local->attention_in_one_kernel),
+        requantized_other_way_(local && local->requantized_other_way),
         round_inputs_(s_.product_inputs.digits < s_.ops.digits) {
     const Arithmetic arithmetic = *m.simulated;
     // Every value is one of the format's, which binary32 holds exactly: the trace declares the format.
@@ -116,6 +117,7 @@ class Oracle::SimulatedPass {
   const bool fp32_ops_;
   const bool fused_graph_;  // Oracle::LocalReferences::fused
   const bool one_attention_kernel_;  // Oracle::LocalReferences::attention_in_one_kernel
+  const bool requantized_other_way_;  // Oracle::LocalReferences::requantized_other_way
   // Every operand is already a value of the op or stored format: only a coarser product input rounds it.
   const bool round_inputs_;
   std::optional<SeededRng> probe_;
@@ -198,25 +200,32 @@ class Oracle::SimulatedPass {
     const auto q = torch::round(rounded(x / double(a.scale), kBinary32)) + a.zero_point;
     return torch::clamp(q, a.lowest, a.highest) - a.zero_point;
   }
-  // QLinearMatMul's output as ONNX Runtime computes it from the integer sums (fp32): times the multiplier
-  // x_scale · w_scale / y_scale (fp32), rounded half to even, plus y's zero point, clamped to its type's range;
-  // then DequantizeLinear, as the graph reads it back.
-  static torch::Tensor requantized(const torch::Tensor& sums, const torch::Tensor& product_scale,
-                                   const QuantizedActivation& y) {
+  // QLinearMatMul's output integers as ONNX Runtime computes them from the integer sums (fp32): times the
+  // multiplier x_scale · w_scale / y_scale (fp32), rounded half to even, plus y's zero point, clamped to its
+  // type's range (quantize_linear_matmul.cc; MLAS's requantization). DequantizeLinear reads them back.
+  static torch::Tensor requantized_integers(const torch::Tensor& sums, const torch::Tensor& product_scale,
+                                            const QuantizedActivation& y) {
     const auto multiplier = rounded(product_scale / double(y.scale), kBinary32);
-    const auto q = torch::round(rounded(sums * multiplier, kBinary32)) + y.zero_point;
-    return rounded((torch::clamp(q, y.lowest, y.highest) - y.zero_point) * double(y.scale), kBinary32);
+    return torch::clamp(torch::round(rounded(sums * multiplier, kBinary32)) + y.zero_point, y.lowest, y.highest);
   }
-  // A product the graph requantizes, from its integer sums and the operands' scales (fp32): `requantized`, as
-  // ONNX Runtime's QLinearMatMul computes it. A local probe moves the product first, by u · Σ|terms|
-  // (`magnitude`, probed_sum), then quantizes it as QuantizeLinear does: the graph as written (DequantizeLinear →
-  // MatMul → QuantizeLinear, which ONNX Runtime runs so below its `all` optimization) sums the dequantized terms
-  // in fp32 before it rounds them to integers, so a correct run may put a product next to a rounding boundary
-  // one step away (measured on trained-mini's static QDQ graph at `disabled`: 82 of 5.12 M query integers).
+  static torch::Tensor dequantized(const torch::Tensor& q, const QuantizedActivation& a) {
+    return rounded((q - a.zero_point) * double(a.scale), kBinary32);
+  }
+  // A product the graph requantizes, from its integer sums and the operands' scales (fp32), as ONNX Runtime's
+  // QLinearMatMul computes it (requantized_integers); in LocalReferences::requantized_other_way, each product
+  // within √n · u · Σ|terms| of a rounding boundary (n: `terms`; Σ|terms|: `magnitude`) on the boundary's other
+  // side.
   torch::Tensor requantized_product(const torch::Tensor& sums, const torch::Tensor& scale, const QuantizedActivation& y,
-                                    const std::function<torch::Tensor()>& magnitude) {
-    if (!sum_probe_) return requantized(sums, scale, y);
-    return as_quantized(back(probed_sum(arith(op(arith(sums) * arith(scale))), magnitude)), y);
+                                    const std::function<torch::Tensor()>& magnitude, int64_t terms) const {
+    const auto integers = requantized_integers(sums, scale, y);
+    if (!requantized_other_way_) return dequantized(integers, y);
+    // The two integers either side of the boundary nearest the product (in steps of y, exactly), the one
+    // QLinearMatMul's rounded multiplier did not give taken where the product is within reach of it.
+    const auto at = back(sums) * back(scale) / double(y.scale);
+    const auto below = torch::floor(at) + y.zero_point;
+    const auto reach = std::sqrt(double(terms)) * std::ldexp(1.0, -24) * back(magnitude()) / double(y.scale);
+    const auto other = torch::where(integers == below, below + 1, below).clamp(y.lowest, y.highest);
+    return dequantized(torch::where((at - (torch::floor(at) + 0.5)).abs() < reach, other, integers), y);
   }
   // QuantizeLinear then DequantizeLinear: (q − zero point) · scale, one fp32 rounding; x where the graph leaves
   // the operand unquantized.
@@ -268,7 +277,8 @@ class Oracle::SimulatedPass {
     const auto sums = rounded(integer_sums(xq, x_zero_point, l.input ? l.input->lowest : 0, l), kBinary32);
     const auto product_scale = rounded(x_scale * l.scales, kBinary32);
     const auto scaled = l.product ? requantized_product(sums, product_scale, *l.product,
-                                                        [&] { return torch::matmul(xq.abs(), l.q.abs().t()) * product_scale; })
+                                                        [&] { return torch::matmul(xq.abs(), l.q.abs().t()) * product_scale; },
+                                                        xq.size(1))
                                   : arith(op(arith(sums) * arith(product_scale)));
     return probed_sum(scaled + arith(l.b), [&] { return scaled.abs() + arith(l.b).abs(); });
   }
@@ -287,7 +297,7 @@ class Oracle::SimulatedPass {
     const auto sums = rounded(torch::matmul(ia, ib), kBinary32);
     const auto scale = rounded(torch::tensor(double(qa->scale) * double(qb->scale), torch::kFloat64), kBinary32);
     return product_read ? requantized_product(sums, scale, *product_read,
-                                              [&] { return torch::matmul(ia.abs(), ib.abs()) * scale; })
+                                              [&] { return torch::matmul(ia.abs(), ib.abs()) * scale; }, ia.size(-1))
                         : op(arith(sums) * arith(scale));
   }
   // A constant of the graph (the attention scale, GELU's), stored as the weights are; a fused op's own.

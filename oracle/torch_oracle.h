@@ -74,6 +74,13 @@ struct Oracle::Impl {
   std::vector<SimulatedLayer> simulated_layers;
   std::shared_ptr<const QuantizedParams> quantized;  // a graph's quantized weights, which word_value reads
   Int8Sums int8_sums = Int8Sums::exact;               // how int8's linear layers sum (SimulatedPass::linear_raw)
+  // A graph's static quantization requantizes some product (LocalReferences::requantized_other_way).
+  bool requantizes_products() const {
+    return std::any_of(simulated_layers.begin(), simulated_layers.end(), [](const SimulatedLayer& l) {
+      return l.reads.scores_product || l.reads.context_product || l.query.product || l.key.product ||
+             l.value.product || l.attention_out.product || l.intermediate.product || l.output.product;
+    });
+  }
 
   torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& g,
                            const torch::Tensor& b) const {
