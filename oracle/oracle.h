@@ -40,7 +40,9 @@ class Oracle {
   // output one step of the format it is stored in (one quantization step for int8 weights). `quantized`:
   // the weights as a graph's quantizer holds them (any rule), which the simulated schemes read in place of
   // their own rule: int8's and w8a32's linear layers, and any embedding table the graph quantizes,
-  // dequantized as a DequantizeLinear does ((q − zero point) · scale, one fp32 rounding). `int8_sums`: how int8's linear
+  // dequantized as a DequantizeLinear does ((q − zero point) · scale, one fp32 rounding); and the activations
+  // a graph quantizes statically, which int8 quantizes at their fixed scales (QuantizedParams::activations,
+  // products requantized as QLinearMatMul does) in place of DynamicQuantizeLinear's. `int8_sums`: how int8's linear
   // layers sum their integer products, as the candidate's kernel does (model/arithmetic.h).
   static Oracle computing_in(const BertConfig& config, const BertWeights& weights, Arithmetic arithmetic,
                              uint64_t rounding_probe = 0,

