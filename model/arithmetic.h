@@ -27,8 +27,8 @@ enum class Arithmetic {
                    // the MatMuls into SkipLayerNormalization storing their products before the bias: the
                    // local verdict's spread holds both (Oracle::LocalReferences::fused)
   int8,          // ONNX Runtime's quantize_dynamic: linear layers as uint8 activations (per tensor,
-                 // DynamicQuantizeLinear's scale and zero point in fp32, or a statically quantized graph's fixed
-                 // ones, with its products requantized: model/quantize.h, QuantizedActivation) times int8 weights (per output
+                 // DynamicQuantizeLinear's scale and zero point in fp32, or a statically quantized graph's
+                 // fixed ones, its products requantized: model/quantize.h) times int8 weights (per output
                  // channel, [-64, 64]; a graph's own integers where it brings them: model/quantize.h) with
                  // integer sums as the candidate's kernel makes them (Int8Sums), × (x_scale · w_scale) and + bias
                  // in fp32; fp32 elsewhere

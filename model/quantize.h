@@ -8,7 +8,6 @@
 // uint8, another range) brings its own integers (QuantizedParams), which the oracle then simulates instead.
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +18,6 @@ namespace lenscheck {
 inline constexpr int kInt8WeightLimit = 64;        // quantize_dynamic
 inline constexpr int kWeightOnlyInt8Limit = 127;   // Arithmetic::w8a32
 
-// A weight as its quantizer holds it: W[o, i] ≈ (values[o, i] − zero_points[o]) · scales[o], each value in
-// [lowest, highest] (the integer type's range, or the quantizer's narrower one). A per-tensor rule repeats
-// its one scale and zero point on every row.
 // An activation as static quantization holds it: QuantizeLinear's scale and zero point, fixed by calibration
 // (per tensor), x ↦ clamp(round(x / scale) + zero_point, lowest, highest) with x / scale in fp32 rounded half to
 // even, read back as DequantizeLinear's (q − zero_point) · scale; [lowest, highest] is its integer type's range
@@ -31,6 +27,9 @@ struct QuantizedActivation {
   int32_t zero_point = 0, lowest = 0, highest = 0;
 };
 
+// A weight as its quantizer holds it: W[o, i] ≈ (values[o, i] − zero_points[o]) · scales[o], each value in
+// [lowest, highest] (the integer type's range, or the quantizer's narrower one). A per-tensor rule repeats
+// its one scale and zero point on every row.
 struct QuantizedWeight {
   int64_t out = 0, in = 0;
   std::vector<int32_t> values;       // [out, in], as torch.nn.Linear stores W (an embedding table as it is)
@@ -46,7 +45,7 @@ QuantizedWeight quantize_per_channel(const Param& w, int limit);
 QuantizedWeight quantize_per_tensor(const Param& w, int limit);
 
 // What a graph holds quantized: the weights, by the checkpoint's parameter names (for_each_param's), each in the
-// checkpoint's layout, and the activations it quantizes statically, by the value each is (activation_key): what
+// checkpoint's layout, and the activations it quantizes statically, keyed as below (input_of, product_of): what
 // a scheme's benchmark computes with in place of its own rule (and of DynamicQuantizeLinear's per-run scales).
 struct QuantizedParams {
   std::map<std::string, QuantizedWeight> weights;

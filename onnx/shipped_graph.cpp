@@ -77,14 +77,18 @@ WeightRule weight_rule(const GraphIndex& graph) {
 // A graph as the patterns read it: statically quantized activations seen through (static_quantization.h), what
 // was quantized where kept. InputError naming the file where a quantized activation is of no form the int8 scheme
 // models.
+// `original` must outlive it; a graph that quantizes no activation is not copied.
 struct SeenGraph {
-  onnx::GraphProto g;
+  const onnx::GraphProto& g() const { return rewritten ? *rewritten : *original; }
+  const onnx::GraphProto* original;
+  std::optional<onnx::GraphProto> rewritten;
   QuantizedReads reads;
 };
 
 SeenGraph seen_through(const onnx::GraphProto& g, const std::filesystem::path& file) {
-  SeenGraph seen{g, {}};
-  seen.reads = see_through_static_quantization(seen.g);
+  SeenGraph seen{&g, std::nullopt, {}};
+  if (!quantizes_activations(g)) return seen;
+  seen.reads = see_through_static_quantization(seen.rewritten.emplace(g));
   if (!seen.reads.unmodelled.empty())
     throw InputError(file, fmt::format("its activations are quantized where lenscheck's int8 scheme does not model "
                                        "it (it models fixed-scale QuantizeLinear → DequantizeLinear pairs and "
@@ -101,7 +105,7 @@ SeenGraph seen_through(const onnx::GraphProto& g, const std::filesystem::path& f
 // `weights_from_graph`: the truth's weights are the graph's own, dequantized as it does (graph_checkpoint), so
 // weight-only int8 is fp32 arithmetic on them.
 std::pair<Arithmetic, std::string> implied_arithmetic(const SeenGraph& seen, bool weights_from_graph) {
-  const onnx::GraphProto& g = seen.g;
+  const onnx::GraphProto& g = seen.g();
   if (seen.reads.any())
     return {Arithmetic::int8,
             fmt::format("its activations are quantized at fixed scales (static quantization: {} operands read through "
@@ -592,6 +596,15 @@ void attribute_static_reads(const QuantizedReads& reads, const onnx::GraphProto&
       if (const auto readers = product_readers.find(in); readers != product_readers.end() && !readers->second.count(&n))
         f.scheme_problems.push_back(fmt::format("{} is read quantized by some ops and unquantized by {} node {}", in,
                                                 n.op_type(), n.name()));
+  // Where the graph fixes scales, a linear layer whose input it leaves in floats multiplies by its weight
+  // dequantized, where int8 would quantize the input per run (DynamicQuantizeLinear is MatMulInteger's form).
+  if (!reads.any()) return;
+  for (const LocatedParam& p : located)
+    if (p.linear_weight && p.product && p.product->op_type() != "MatMulInteger" &&
+        !quantized.activations.count(input_of(p.name)))
+      f.scheme_problems.push_back(fmt::format("{}'s layer reads its input unquantized in a graph that quantizes "
+                                              "others at fixed scales",
+                                              p.name));
 }
 
 // Every located parameter against the checkpoint's (differs), and what the graph holds quantized, which the
@@ -631,7 +644,7 @@ void check_weights(const std::vector<LocatedParam>& located, const SeenGraph& se
     if (const std::optional<std::string> problem = differs(p.name, *params.at(p.name), gw))
       f.weight_problems.push_back(*problem);
   }
-  if (int8_scheme) attribute_static_reads(seen.reads, seen.g, located, found, *quantized, f);
+  if (int8_scheme) attribute_static_reads(seen.reads, seen.g(), located, found, *quantized, f);
   if (!int8_scheme || quantized->weights.empty()) return;
   // The rule that makes every located linear weight, where one does (weights_rule): its range bounds the
   // probes (not the integer type's: a probe that moved a reduced-range 64 to 65 could saturate int8's pair sums,
@@ -902,8 +915,8 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
                                     [](const onnx::NodeProto& n) { return n.op_type() == "DequantizeLinear"; });
 
   const int L = config.num_hidden_layers;
-  const GraphIndex graph(seen.g);
-  Structure structure = structure_of(graph, seen.g, L, file);
+  const GraphIndex graph(seen.g());
+  Structure structure = structure_of(graph, seen.g(), L, file);
   Found& found = structure.found;
   found.values[trace_name(L - 1, LT::output)] = "last_hidden_state";
   for (int l = 0; l < int(structure.fused.size()); ++l)
@@ -970,8 +983,9 @@ FoundGraph prepare_shipped_graph(const std::filesystem::path& file, const Checkp
 }
 
 Checkpoint graph_checkpoint(const std::filesystem::path& file, const std::filesystem::path& tokenizer) {
-  const SeenGraph seen = seen_through(read_model(file).graph(), file);
-  const onnx::GraphProto& g = seen.g;
+  const onnx::ModelProto model = read_model(file);
+  const SeenGraph seen = seen_through(model.graph(), file);
+  const onnx::GraphProto& g = seen.g();
   const Arithmetic arithmetic = implied_arithmetic(seen, true).first;
   const GraphIndex graph(g);
   std::vector<std::string> read;  // where each size came from, for the note
@@ -1165,7 +1179,8 @@ Candidate shipped_candidate(const std::filesystem::path& file, const onnxruntime
   Candidate c;
   c.name = "onnx:" + file.string();
   std::string implied_by;
-  std::tie(c.arithmetic, implied_by) = implied_arithmetic(seen_through(read_model(file).graph(), file), weights_from_graph);
+  const onnx::ModelProto model = read_model(file);
+  std::tie(c.arithmetic, implied_by) = implied_arithmetic(seen_through(model.graph(), file), weights_from_graph);
   c.run = [file, ort, weights_from_graph, name = c.name, implied_by](const Checkpoint& ck,
                                                                      const std::vector<Encoding>& inputs,
                                                                      const runtime::Stages* stages, unsigned) {

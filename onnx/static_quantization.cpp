@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -39,7 +39,8 @@ struct Nodes {
   std::map<std::string, const onnx::TensorProto*> constants;
 };
 
-// A zero point's one integer (none: 0), and its type's range: uint8 where it has none, as ONNX's default.
+// The quantization node `n` names at its inputs scale_at (one fp32 scale) and scale_at + 1 (one zero point, whose
+// type gives the range: uint8 where there is none, as ONNX's default); none where it is not one for the tensor.
 std::optional<QuantizedActivation> per_tensor(const Nodes& nodes, const onnx::NodeProto& n, int scale_at) {
   const onnx::TensorProto* scale = n.input_size() > scale_at ? nodes.constant(n.input(scale_at)) : nullptr;
   const std::vector<double> scales = scale ? floats_of(*scale) : std::vector<double>{};
@@ -165,6 +166,12 @@ bool integer_op(const onnx::NodeProto& n) {
 }
 
 }  // namespace
+
+bool quantizes_activations(const onnx::GraphProto& g) {
+  return std::any_of(g.node().begin(), g.node().end(), [](const onnx::NodeProto& n) {
+    return n.op_type() == "QuantizeLinear" || n.op_type() == "QLinearMatMul" || integer_op(n);
+  });
+}
 
 QuantizedReads see_through_static_quantization(onnx::GraphProto& g) {
   QuantizedReads reads;

@@ -30,6 +30,10 @@ struct QuantizedReads {
   bool any() const { return !inputs.empty() || !products.empty() || !unmodelled.empty(); }
 };
 
+// Whether `g` has an op that quantizes activations or computes on their integers (QuantizeLinear, QLinearMatMul,
+// QLinearAdd, …): what see_through_static_quantization reads or names.
+bool quantizes_activations(const onnx::GraphProto& g);
+
 // Rewrites `g` as the float graph its statically quantized activations stand for; returns what was quantized
 // where. A graph with none is left as it is (and `any()` is false).
 QuantizedReads see_through_static_quantization(onnx::GraphProto& g);

@@ -224,14 +224,15 @@ void Oracle::load_simulated(const BertConfig& config, const BertWeights& w, Arit
     s.ln2_b = stored(L.output_ln_b, values);
     const int l = int(m.simulated_layers.size());
     const auto of = [&, l](LT t) { return activation(trace_name(l, t)); };
-    s.reads = SimulatedLayer::Reads{.query = of(LT::query),
-               .key = of(LT::key),
-               .scores_product = activation(product_of(trace_name(l, LT::scores))),
-               .probs = of(LT::probs),
-               .value = of(LT::value),
-               .context_product = activation(product_of(trace_name(l, LT::context))),
-               .attention_residual = activation(input_of(trace_name(l, LT::attention_pre_norm))),
-               .ffn_residual = activation(input_of(trace_name(l, LT::output)))};
+    s.reads = SimulatedLayer::Reads{
+        .query = of(LT::query),
+        .key = of(LT::key),
+        .scores_product = activation(product_of(trace_name(l, LT::scores))),
+        .probs = of(LT::probs),
+        .value = of(LT::value),
+        .context_product = activation(product_of(trace_name(l, LT::context))),
+        .attention_residual = activation(input_of(trace_name(l, LT::attention_pre_norm))),
+        .ffn_residual = activation(input_of(trace_name(l, LT::output)))};
     m.simulated_layers.push_back(std::move(s));
   }
 }

@@ -236,8 +236,8 @@ class Oracle::SimulatedPass {
   // point) and the layer's integers, as the candidate's kernel sums them (model/arithmetic.h, Int8Sums): exact,
   // or with each pair of neighbouring raw products saturated to int16, as ONNX Runtime's AVX2 u8·s8 kernel
   // sums them before it takes the zero points' terms off. All in fp64, exact: every partial sum < 2^53.
-  // `x_lowest`: the activations' integer type's least value, 0 for uint8; int8 activations are summed as uint8,
-  // each moved by 128 (ONNX Runtime's QDQS8ToU8Transformer on x86, its zero point moved with them).
+  // `x_lowest`: the activations' integer type's least value, 0 for uint8; int8 activations reach the u8·s8
+  // kernel moved by 128, their zero point with them (ONNX Runtime's QDQS8ToU8Transformer on x86).
   torch::Tensor integer_sums(const torch::Tensor& xq, double x_zero_point, double x_lowest,
                              const SimulatedLinear& l) const {
     const auto exact = torch::matmul(xq, l.q.t());
@@ -276,9 +276,8 @@ class Oracle::SimulatedPass {
         l.input ? std::tuple{quantized(x, *l.input), double(l.input->scale), double(l.input->zero_point)} : quantized(x);
     const auto sums = rounded(integer_sums(xq, x_zero_point, l.input ? l.input->lowest : 0, l), kBinary32);
     const auto product_scale = rounded(x_scale * l.scales, kBinary32);
-    const auto scaled = l.product ? requantized_product(sums, product_scale, *l.product,
-                                                        [&] { return torch::matmul(xq.abs(), l.q.abs().t()) * product_scale; },
-                                                        xq.size(1))
+    const auto terms = [&] { return torch::matmul(xq.abs(), l.q.abs().t()) * product_scale; };
+    const auto scaled = l.product ? requantized_product(sums, product_scale, *l.product, terms, xq.size(1))
                                   : arith(op(arith(sums) * arith(product_scale)));
     return probed_sum(scaled + arith(l.b), [&] { return scaled.abs() + arith(l.b).abs(); });
   }
@@ -290,8 +289,8 @@ class Oracle::SimulatedPass {
                                   const torch::Tensor& b, const std::optional<QuantizedActivation>& qb,
                                   const std::optional<QuantizedActivation>& product_read, bool raw = false) {
     if (!qa || !qb) {
-      const auto p = raw ? product_raw(as_quantized(a, qa), as_quantized(b, qb)) : product(as_quantized(a, qa), as_quantized(b, qb));
-      return as_quantized(p, product_read);
+      const auto aq = as_quantized(a, qa), bq = as_quantized(b, qb);
+      return as_quantized(raw ? product_raw(aq, bq) : product(aq, bq), product_read);
     }
     const auto ia = quantized(a, *qa), ib = quantized(b, *qb);
     const auto sums = rounded(torch::matmul(ia, ib), kBinary32);
@@ -387,8 +386,8 @@ class Oracle::SimulatedPass {
     auto name = [l](LayerTensor t) { return trace_name(l, t); };
     const SimulatedLayer& L = m_.simulated_layers[size_t(l)];
     const int64_t T = T_, D = D_, H = H_, Dh = Dh_;
-    // Inside a fused Attention the heads' Q, K and V are fp32, not stored.
     const SimulatedLayer::Reads& R = L.reads;
+    // Inside a fused Attention the heads' Q, K and V are fp32, not stored.
     const auto q = finish(name(LT::query), {x_name}, per_head(linear_raw(xi, L.query)), !fused_graph_);
     const auto k = finish(name(LT::key), {x_name}, per_head(linear_raw(xi, L.key)), !fused_graph_);
     const auto v = finish(name(LT::value), {x_name}, per_head(linear_raw(xi, L.value)), !fused_graph_);
